@@ -1,0 +1,96 @@
+//! Command-line definitions: clap arguments turned into calls of `cmd::*`.
+
+use clap::{Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use crate::cmd;
+use crate::output::Format;
+
+#[derive(Debug, Parser)]
+#[command(name = "turnlake", version, about = "Batch processor over a columnar lake of coding-agent trajectories")]
+pub struct Cli {
+    /// Lake root: a folder or a URL (file://, s3://).
+    #[arg(long, global = true, env = "TURNLAKE_LAKE", default_value = "./lake")]
+    pub lake: String,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Read raw inputs into the lake's tables.
+    Ingest {
+        #[command(subcommand)]
+        source: IngestSource,
+    },
+    /// Run SQL over every table, with the turn-rule UDFs.
+    Sql(cmd::sql::SqlArgs),
+    /// List the lake's tables with rows, version and partition columns.
+    Tables,
+    /// Write a synthetic corpus in the real input formats, with its planted truth.
+    Synth(cmd::synth::SynthArgs),
+    /// Run the whole pipeline on a small built-in example.
+    Demo(cmd::demo::DemoArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum IngestSource {
+    /// Albedo eval-run folders (or folders of them).
+    Albedo {
+        /// Ingest even when an artifact's sha256 differs from verdict.json.
+        #[arg(long)]
+        no_verify: bool,
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+    /// mini-coder Parquet shards or JSONL files (or folders of them).
+    MiniCoder {
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+    /// mini-swe-agent *.traj.json files (or folders of them).
+    Mswea {
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+}
+
+/// Output formats for tables of results.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum FormatArg {
+    Table,
+    Csv,
+    Json,
+    Ndjson,
+    Parquet,
+}
+
+impl From<FormatArg> for Format {
+    fn from(f: FormatArg) -> Self {
+        match f {
+            FormatArg::Table => Format::Table,
+            FormatArg::Csv => Format::Csv,
+            FormatArg::Json => Format::Json,
+            FormatArg::Ndjson => Format::Ndjson,
+            FormatArg::Parquet => Format::Parquet,
+        }
+    }
+}
+
+/// Parse the process arguments and run the command.
+pub fn run() -> anyhow::Result<ExitCode> {
+    let cli = Cli::parse();
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    rt.block_on(dispatch(cli))
+}
+
+async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Ingest { source } => cmd::ingest::run(&cli.lake, source).await,
+        Command::Sql(args) => cmd::sql::run(&cli.lake, args).await,
+        Command::Tables => cmd::tables::run(&cli.lake).await,
+        Command::Synth(args) => cmd::synth::run(args),
+        Command::Demo(args) => cmd::demo::run(args).await,
+    }
+}

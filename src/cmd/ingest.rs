@@ -1,0 +1,39 @@
+//! `turnlake ingest albedo|mini-coder|mswea PATH...`
+
+use anyhow::Context;
+use std::process::ExitCode;
+
+use crate::cli::IngestSource;
+use crate::lake::Lake;
+use crate::pipeline::ingest::{ingest, IngestReport, InputKind};
+
+pub async fn run(lake: &str, source: IngestSource) -> anyhow::Result<ExitCode> {
+    let lake = Lake::open(lake)?;
+    let (kind, paths) = match source {
+        IngestSource::Albedo { no_verify, paths } => (InputKind::Albedo { verify: !no_verify }, paths),
+        IngestSource::MiniCoder { paths } => (InputKind::MiniCoder, paths),
+        IngestSource::Mswea { paths } => (InputKind::Mswea, paths),
+    };
+    let report = ingest(&lake, kind, paths).await.context("ingest failed")?;
+    print_report(&report);
+    Ok(if report.nothing_usable() { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+/// The closing summary: notes on stderr, counts on stdout.
+pub fn print_report(r: &IngestReport) {
+    for n in &r.notes {
+        eprintln!("note: {n}");
+    }
+    println!(
+        "read {} = written {} + unchanged {} + rejected {}{}",
+        r.read,
+        r.written,
+        r.unchanged,
+        r.rejected,
+        if r.reconciles() { "" } else { "  (DOES NOT RECONCILE)" }
+    );
+    println!("new rows: {} trajectories, {} turns, {} messages", r.trajectories, r.turns, r.messages);
+    if r.rejected > 0 {
+        println!("rejected records are in table `rejects` (turnlake sql \"SELECT input_file, line, field, reason FROM rejects\")");
+    }
+}

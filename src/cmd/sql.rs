@@ -1,0 +1,88 @@
+//! `turnlake sql "SELECT …" | -f FILE [--format F] [--out PATH]`
+
+use anyhow::{bail, Context};
+use clap::Args;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use crate::cli::FormatArg;
+use crate::engine;
+use crate::lake::Lake;
+use crate::output::write_batches;
+
+#[derive(Debug, Args)]
+pub struct SqlArgs {
+    /// The SQL to run (or use -f).
+    pub query: Option<String>,
+    /// Read the SQL from a file; its statements run in order, the last one's result is printed.
+    #[arg(short = 'f', long = "file")]
+    pub file: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: FormatArg,
+    /// Write the result here instead of stdout (required for parquet).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// Split SQL text into statements at `;` ending a line (comments and blanks dropped).
+pub fn statements(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if trimmed.starts_with("--") {
+            continue;
+        }
+        cur.push_str(line);
+        cur.push('\n');
+        if trimmed.ends_with(';') {
+            out.push(cur.trim().trim_end_matches(';').to_string());
+            cur.clear();
+        }
+    }
+    if !cur.trim().is_empty() {
+        out.push(cur.trim().to_string());
+    }
+    out
+}
+
+pub async fn run(lake: &str, args: SqlArgs) -> anyhow::Result<ExitCode> {
+    let (text, origin) = match (&args.query, &args.file) {
+        (Some(q), None) => (q.clone(), "query".to_string()),
+        (None, Some(f)) => (std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?, f.display().to_string()),
+        _ => bail!("give either a query or -f FILE"),
+    };
+    if args.format == FormatArg::Parquet && args.out.is_none() {
+        bail!("--format parquet needs --out PATH");
+    }
+    let lake = Lake::open(lake)?;
+    let ctx = engine::session(&lake).await?;
+    let stmts = statements(&text);
+    if stmts.is_empty() {
+        bail!("{origin}: no SQL statement");
+    }
+    let mut last = Vec::new();
+    for (i, s) in stmts.iter().enumerate() {
+        let context = format!("{origin}, statement {} ({})", i + 1, s.lines().next().unwrap_or(""));
+        last = engine::run_sql(&ctx, s, &context).await?;
+    }
+    match &args.out {
+        Some(path) => {
+            let f = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+            write_batches(std::io::BufWriter::new(f), &last, args.format.into())?;
+        }
+        None => write_batches(std::io::stdout(), &last, args.format.into())?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_statements() {
+        let s = statements("-- a comment\nCREATE VIEW v AS\nSELECT 1;\n\nSELECT *\nFROM v;\nSELECT 2");
+        assert_eq!(s, vec!["CREATE VIEW v AS\nSELECT 1", "SELECT *\nFROM v", "SELECT 2"]);
+    }
+}

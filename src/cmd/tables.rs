@@ -1,0 +1,23 @@
+//! `turnlake tables`: each table with rows, version and partition columns.
+
+use arrow::array::AsArray;
+use arrow::datatypes::Int64Type;
+use comfy_table::Table;
+use std::process::ExitCode;
+
+use crate::engine;
+use crate::lake::Lake;
+
+pub async fn run(lake: &str) -> anyhow::Result<ExitCode> {
+    let lake = Lake::open(lake)?;
+    let ctx = engine::session(&lake).await?;
+    let mut table = Table::new();
+    table.set_header(vec!["table", "rows", "version", "partitioned by"]);
+    for info in lake.tables().await? {
+        let b = engine::run_sql(&ctx, &format!("SELECT count(*) FROM \"{}\"", info.name), &info.name).await?;
+        let rows = b.first().map(|b| b.column(0).as_primitive::<Int64Type>().value(0)).unwrap_or(0);
+        table.add_row(vec![info.name, rows.to_string(), info.version.to_string(), info.partition_by.join(", ")]);
+    }
+    println!("{table}");
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,16 @@
+//! turnlake: a batch processor over a columnar lake of coding-agent
+//! trajectories. Raw inputs are read by `source`, written to Delta tables by
+//! `lake`, queried through `engine` (DataFusion plus the `udf`s of the turn
+//! rules in `turn`), and turned into reports by the `pipeline` steps.
+
+pub mod cli;
+pub mod cmd;
+pub mod engine;
+pub mod lake;
+pub mod output;
+pub mod pipeline;
+pub mod progress;
+pub mod source;
+pub mod synth;
+pub mod turn;
+pub mod udf;

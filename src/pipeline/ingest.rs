@@ -1,0 +1,266 @@
+//! Ingest: run a source reader on a blocking thread and write what it yields
+//! into the lake in bounded chunks (each chunk one Delta version per table).
+//!
+//! Re-ingest is idempotent: a trajectory whose `traj_id` the lake holds is
+//! not written again (ids of mini-coder and mswea trajectories include their
+//! content hash), an Albedo run whose `run_sha` is unchanged is skipped, and
+//! a changed run replaces its old rows. Counts reconcile:
+//! `read = written + unchanged + rejected`.
+
+use arrow::array::{Array, AsArray};
+use arrow::compute::cast;
+use arrow::datatypes::DataType;
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+
+use crate::engine::{self, EngineError};
+use crate::lake::{Lake, LakeError};
+use crate::source::rows::{self, EvalRow, JudgmentRow, MessageRow, QuestionRow, RejectRow, TrajectoryRow, TurnRow};
+use crate::source::{albedo, mini_coder, mswea, Record};
+
+/// Flush buffered rows once this many trajectories or message bytes wait.
+const FLUSH_TRAJECTORIES: usize = 4096;
+const FLUSH_BYTES: usize = 256 << 20;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputKind {
+    Albedo { verify: bool },
+    MiniCoder,
+    Mswea,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum IngestError {
+    #[error(transparent)]
+    Lake(#[from] LakeError),
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error("reading input: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("the reader thread panicked")]
+    Reader,
+}
+
+/// What one ingest did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct IngestReport {
+    pub read: u64,
+    pub written: u64,
+    pub unchanged: u64,
+    pub rejected: u64,
+    pub trajectories: u64,
+    pub turns: u64,
+    pub messages: u64,
+    pub notes: Vec<String>,
+}
+
+impl IngestReport {
+    pub fn reconciles(&self) -> bool {
+        self.read == self.written + self.unchanged + self.rejected
+    }
+    /// Nothing usable came out of the input.
+    pub fn nothing_usable(&self) -> bool {
+        self.written + self.unchanged == 0
+    }
+}
+
+/// What the lake already holds, for idempotent re-ingest.
+struct Known {
+    trajectories: HashSet<String>,
+    runs: HashMap<String, String>,
+    rejects: HashSet<String>,
+}
+
+async fn known(lake: &Lake) -> Result<Known, IngestError> {
+    let ctx = engine::session(lake).await?;
+    let column = |batches: &[arrow::record_batch::RecordBatch], i: usize| -> Vec<String> {
+        batches
+            .iter()
+            .flat_map(|b| {
+                let c = cast(b.column(i), &DataType::Utf8).expect("string column");
+                let s = c.as_string::<i32>().clone();
+                (0..s.len()).map(move |j| s.value(j).to_string()).collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    let tables: HashSet<String> = lake.tables().await?.into_iter().map(|t| t.name).collect();
+    let mut k = Known { trajectories: HashSet::new(), runs: HashMap::new(), rejects: HashSet::new() };
+    if tables.contains("trajectories") {
+        let b = engine::run_sql(&ctx, "SELECT traj_id FROM trajectories", "loading trajectory ids").await?;
+        k.trajectories = column(&b, 0).into_iter().collect();
+    }
+    if tables.contains("evals") {
+        let b = engine::run_sql(&ctx, "SELECT eval_run_id, run_sha FROM evals", "loading eval runs").await?;
+        k.runs = column(&b, 0).into_iter().zip(column(&b, 1)).collect();
+    }
+    if tables.contains("rejects") {
+        let b = engine::run_sql(&ctx, "SELECT reject_id FROM rejects", "loading rejects").await?;
+        k.rejects = column(&b, 0).into_iter().collect();
+    }
+    Ok(k)
+}
+
+fn progress_bar(total: u64) -> indicatif::ProgressBar {
+    crate::progress::bytes_bar(total, "ingest")
+}
+
+/// Run the reader for `kind` over `paths`, sending records to `tx`.
+fn read_all(
+    kind: InputKind,
+    paths: Vec<PathBuf>,
+    runs: HashMap<String, String>,
+    tx: tokio::sync::mpsc::Sender<Record>,
+) -> std::io::Result<()> {
+    let mut emit = |r: Record| {
+        // The writer only stops early on an error it reports itself.
+        let _ = tx.blocking_send(r);
+    };
+    match kind {
+        InputKind::Albedo { verify } => {
+            let folders = albedo::run_folders(&paths)?;
+            let bar = progress_bar(folders.iter().map(|f| albedo::run_bytes(f)).sum());
+            let opts = albedo::AlbedoOptions { verify };
+            for dir in folders {
+                albedo::read_run(&dir, &opts, &runs, &mut emit)?;
+                bar.inc(albedo::run_bytes(&dir));
+            }
+            bar.finish_and_clear();
+        }
+        InputKind::MiniCoder => {
+            let files = crate::source::collect_files(&paths, mini_coder::wants)?;
+            let bar = progress_bar(files.iter().filter_map(|f| std::fs::metadata(f).ok()).map(|m| m.len()).sum());
+            for f in files {
+                mini_coder::read_file(&f, &|n| bar.inc(n), &mut emit)?;
+            }
+            bar.finish_and_clear();
+        }
+        InputKind::Mswea => {
+            let files = crate::source::collect_files(&paths, mswea::wants)?;
+            let bar = progress_bar(files.iter().filter_map(|f| std::fs::metadata(f).ok()).map(|m| m.len()).sum());
+            for f in files {
+                mswea::read_file(&f, &mut emit)?;
+                bar.inc(std::fs::metadata(&f).map(|m| m.len()).unwrap_or(0));
+            }
+            bar.finish_and_clear();
+        }
+    }
+    Ok(())
+}
+
+#[derive(Default)]
+struct Buffer {
+    evals: Vec<EvalRow>,
+    trajectories: Vec<TrajectoryRow>,
+    messages: Vec<MessageRow>,
+    turns: Vec<TurnRow>,
+    questions: Vec<QuestionRow>,
+    judgments: Vec<JudgmentRow>,
+    rejects: Vec<RejectRow>,
+    message_bytes: usize,
+}
+
+impl Buffer {
+    fn full(&self) -> bool {
+        self.trajectories.len() >= FLUSH_TRAJECTORIES || self.message_bytes >= FLUSH_BYTES
+    }
+
+    async fn flush(&mut self, lake: &Lake) -> Result<(), LakeError> {
+        let b = std::mem::take(self);
+        if !b.evals.is_empty() {
+            lake.append("evals", vec![rows::evals_batch(&b.evals)?]).await?;
+        }
+        if !b.trajectories.is_empty() {
+            lake.append("trajectories", vec![rows::trajectories_batch(&b.trajectories)?]).await?;
+            lake.append("messages", vec![rows::messages_batch(&b.messages)?]).await?;
+            lake.append("turns", vec![rows::turns_batch(&b.turns)?]).await?;
+        }
+        if !b.questions.is_empty() {
+            lake.append("questions", vec![rows::questions_batch(&b.questions)?]).await?;
+        }
+        if !b.judgments.is_empty() {
+            lake.append("judgments", vec![rows::judgments_batch(&b.judgments)?]).await?;
+        }
+        if !b.rejects.is_empty() {
+            lake.append("rejects", vec![rows::rejects_batch(&b.rejects)?]).await?;
+        }
+        Ok(())
+    }
+}
+
+/// Drop every row of an eval run, before its changed content is written.
+async fn delete_run(lake: &Lake, eval_run_id: &str) -> Result<(), LakeError> {
+    let id = eval_run_id.replace('\'', "''");
+    for table in ["evals", "trajectories", "questions", "judgments"] {
+        lake.delete_where(table, &format!("eval_run_id = '{id}'")).await?;
+    }
+    let prefix = albedo::traj_id(&id, "", "").trim_end_matches('/').to_string();
+    for table in ["messages", "turns"] {
+        lake.delete_where(table, &format!("starts_with(traj_id, '{prefix}/')")).await?;
+    }
+    Ok(())
+}
+
+/// Ingest `paths` of `kind` into `lake`.
+pub async fn ingest(lake: &Lake, kind: InputKind, paths: Vec<PathBuf>) -> Result<IngestReport, IngestError> {
+    let mut known = known(lake).await?;
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Record>(64);
+    let runs = known.runs.clone();
+    let reader = tokio::task::spawn_blocking(move || read_all(kind, paths, runs, tx));
+
+    let mut report = IngestReport::default();
+    let mut buf = Buffer::default();
+    while let Some(record) = rx.recv().await {
+        match record {
+            Record::Unit(unit) => {
+                report.read += 1;
+                let before = report.trajectories;
+                let had_run_rows = !unit.evals.is_empty() || !unit.questions.is_empty() || !unit.judgments.is_empty();
+                for t in unit.trajectories {
+                    if !known.trajectories.insert(t.trajectory.traj_id.clone()) {
+                        continue;
+                    }
+                    report.trajectories += 1;
+                    report.turns += t.turns.len() as u64;
+                    report.messages += t.messages.len() as u64;
+                    buf.message_bytes += t.messages.iter().map(|m| m.content.len()).sum::<usize>();
+                    buf.trajectories.push(t.trajectory);
+                    buf.messages.extend(t.messages);
+                    buf.turns.extend(t.turns);
+                }
+                if report.trajectories > before || had_run_rows {
+                    report.written += 1;
+                } else {
+                    report.unchanged += 1;
+                }
+                buf.evals.extend(unit.evals);
+                buf.questions.extend(unit.questions);
+                buf.judgments.extend(unit.judgments);
+            }
+            Record::Reject(r) => {
+                report.read += 1;
+                report.rejected += 1;
+                if known.rejects.insert(r.reject_id.clone()) {
+                    buf.rejects.push(r);
+                }
+            }
+            Record::Unchanged(n) => {
+                report.read += n;
+                report.unchanged += n;
+            }
+            Record::ReplaceRun(id) => {
+                buf.flush(lake).await?;
+                delete_run(lake, &id).await?;
+                let prefix = format!("{}/", albedo::traj_id(&id, "", "").trim_end_matches('/'));
+                known.trajectories.retain(|t| !t.starts_with(&prefix));
+                report.notes.push(format!("eval run {id} changed since it was ingested: its rows were replaced"));
+            }
+            Record::Note(n) => report.notes.push(n),
+        }
+        if buf.full() {
+            buf.flush(lake).await?;
+        }
+    }
+    buf.flush(lake).await?;
+    reader.await.map_err(|_| IngestError::Reader)??;
+    Ok(report)
+}

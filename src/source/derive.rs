@@ -1,0 +1,268 @@
+//! From one normalized trajectory to its `trajectories`, `messages` and
+//! `turns` rows, applying the turn rules of `crate::turn` once.
+
+use sha2::{Digest, Sha256};
+
+use super::rows::{MessageRow, TrajectoryRow, TurnRow};
+use crate::turn::{
+    classify_command, detect_obs_format, extract_bash_blocks, loop_metrics, loops::repeat_flags,
+    observation_outcome, think_unclosed, CmdKind,
+};
+
+/// One recorded message, as read from any source.
+#[derive(Debug, Clone, Default)]
+pub struct RawMessage {
+    pub role: String,
+    pub content: String,
+    pub reasoning_content: Option<String>,
+    /// The recorded `tool_calls` JSON, verbatim.
+    pub tool_calls: Option<String>,
+    /// Commands of tool calls (v2); empty for text actions.
+    pub actions: Vec<String>,
+    pub score_target: bool,
+    pub environment_observation: bool,
+}
+
+/// One trajectory from any source, before the turn rules run.
+#[derive(Debug, Clone, Default)]
+pub struct RawTrajectory {
+    pub traj_id: String,
+    pub source: &'static str,
+    pub eval_run_id: Option<String>,
+    pub sample_id: Option<String>,
+    pub side: Option<String>,
+    pub model: Option<String>,
+    pub instance_id: Option<String>,
+    pub score: Option<f64>,
+    pub verified: Option<bool>,
+    pub judged: bool,
+    pub judge_looped: bool,
+    pub exit_status: Option<String>,
+    pub submit_marker: Option<String>,
+    pub error: Option<String>,
+    pub input_file: String,
+    pub input_row: Option<i64>,
+    pub messages: Vec<RawMessage>,
+}
+
+/// The rows one trajectory contributes to the lake.
+#[derive(Debug, Clone, Default)]
+pub struct TrajectoryRows {
+    pub trajectory: TrajectoryRow,
+    pub messages: Vec<MessageRow>,
+    pub turns: Vec<TurnRow>,
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// sha256 over every message's role and content: a trajectory's content key.
+pub fn messages_sha(messages: &[RawMessage]) -> String {
+    let mut h = Sha256::new();
+    for m in messages {
+        h.update(m.role.as_bytes());
+        h.update([0]);
+        h.update(m.content.as_bytes());
+        h.update([0]);
+        if let Some(r) = &m.reasoning_content {
+            h.update(r.as_bytes());
+        }
+        h.update([0]);
+        if let Some(t) = &m.tool_calls {
+            h.update(t.as_bytes());
+        }
+        h.update([1]);
+    }
+    hex::encode(h.finalize())
+}
+
+fn is_observation_role(role: &str) -> bool {
+    role == "user" || role == "tool"
+}
+
+pub fn derive(raw: &RawTrajectory) -> TrajectoryRows {
+    let traj_sha = messages_sha(&raw.messages);
+    let first_own = raw.messages.iter().position(|m| m.score_target || m.environment_observation);
+    let mut messages = Vec::with_capacity(raw.messages.len());
+    let mut chain = Sha256::new();
+    let mut turn_shas = Vec::new();
+    for (idx, m) in raw.messages.iter().enumerate() {
+        let content_sha = sha256_hex(m.content.as_bytes());
+        chain.update(content_sha.as_bytes());
+        if m.role == "assistant" {
+            turn_shas.push(hex::encode(chain.clone().finalize()));
+        }
+        messages.push(MessageRow {
+            traj_id: raw.traj_id.clone(),
+            source: raw.source.to_string(),
+            idx: idx as i32,
+            role: m.role.clone(),
+            content: m.content.clone(),
+            reasoning_content: m.reasoning_content.clone(),
+            tool_calls: m.tool_calls.clone(),
+            score_target: m.score_target,
+            environment_observation: m.environment_observation,
+            is_context: first_own.is_some_and(|f| idx < f),
+            content_sha,
+        });
+    }
+
+    // The first observation: the first user/tool message that answers an assistant.
+    let obs_format = raw
+        .messages
+        .windows(2)
+        .find(|w| w[0].role == "assistant" && is_observation_role(&w[1].role))
+        .map(|w| detect_obs_format(&w[1].content));
+
+    let marker = raw.submit_marker.as_deref();
+    let mut turns = Vec::new();
+    let mut candidate = 0;
+    for (idx, m) in raw.messages.iter().enumerate().filter(|(_, m)| m.role == "assistant") {
+        let blocks: Vec<String> = if m.actions.is_empty() {
+            let text = if m.content.trim().is_empty() { m.reasoning_content.as_deref().unwrap_or("") } else { &m.content };
+            extract_bash_blocks(text).into_iter().map(str::to_string).collect()
+        } else {
+            m.actions.clone()
+        };
+        let command = blocks.first().cloned();
+        let kind = command.as_deref().map(|c| classify_command(c, marker)).unwrap_or(CmdKind::Other);
+        let next = raw.messages.get(idx + 1).filter(|n| is_observation_role(&n.role));
+        let outcome = next.map(|n| observation_outcome(obs_format.unwrap_or(crate::turn::ObsFormat::OpenHands), &n.content));
+        let candidate_n = if m.score_target {
+            candidate += 1;
+            Some(candidate)
+        } else {
+            None
+        };
+        let t = turns.len() as i32 + 1;
+        turns.push(TurnRow {
+            traj_id: raw.traj_id.clone(),
+            source: raw.source.to_string(),
+            t,
+            msg_idx: idx as i32,
+            candidate_n,
+            n_bash_blocks: blocks.len() as i32,
+            cmd_kind: kind.as_str().to_string(),
+            obs_failed: outcome.map(|o| o.failed),
+            returncode: outcome.and_then(|o| o.returncode),
+            think_unclosed: think_unclosed(&m.content),
+            is_submit: kind == CmdKind::Submit,
+            is_repeat: false,
+            turn_sha: turn_shas[t as usize - 1].clone(),
+            command,
+        });
+    }
+    let repeats = {
+        let commands: Vec<Option<&str>> = turns
+            .iter()
+            .map(|t| if t.is_submit { None } else { t.command.as_deref() })
+            .collect();
+        repeat_flags(&commands)
+    };
+    for (turn, rep) in turns.iter_mut().zip(repeats) {
+        turn.is_repeat = rep;
+    }
+
+    // Loop metrics: over scored outputs for a judged side, else over every turn.
+    let scored_only = turns.iter().any(|t| t.candidate_n.is_some());
+    let metrics = loop_metrics(
+        turns
+            .iter()
+            .filter(|t| !t.is_submit && (!scored_only || t.candidate_n.is_some()))
+            .filter_map(|t| t.command.as_deref()),
+    );
+    let n_scored = if scored_only { candidate } else { turns.len() as i32 };
+    let trajectory = TrajectoryRow {
+        traj_id: raw.traj_id.clone(),
+        source: raw.source.to_string(),
+        eval_run_id: raw.eval_run_id.clone(),
+        sample_id: raw.sample_id.clone(),
+        side: raw.side.clone(),
+        model: raw.model.clone(),
+        instance_id: raw.instance_id.clone(),
+        score: raw.score,
+        verified: raw.verified,
+        judged: raw.judged,
+        n_turns: turns.len() as i32,
+        n_scored,
+        obs_format: obs_format.map(|f| f.as_str().to_string()),
+        dup_cmd_ratio: metrics.dup_cmd_ratio,
+        max_cmd_run: metrics.max_cmd_run as i32,
+        looped: raw.judge_looped || metrics.validator_looped(),
+        exit_status: raw.exit_status.clone(),
+        submit_marker: raw.submit_marker.clone(),
+        error: raw.error.clone(),
+        traj_sha,
+        input_file: raw.input_file.clone(),
+        input_row: raw.input_row,
+    };
+    TrajectoryRows { trajectory, messages, turns }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(role: &str, content: &str) -> RawMessage {
+        RawMessage { role: role.into(), content: content.into(), ..Default::default() }
+    }
+
+    #[test]
+    fn turns_numbering_observations_and_repeats() {
+        let mut raw = RawTrajectory { traj_id: "x".into(), source: "mswea", ..Default::default() };
+        raw.messages = vec![
+            msg("system", "sys"),
+            msg("user", "task"),
+            msg("assistant", "THOUGHT: a\n\n```bash\nls -la\n```"),
+            msg("user", "<returncode>0</returncode>\n<output>\n</output>"),
+            msg("assistant", "THOUGHT: b\n\n```bash\ncat x.py\n```"),
+            msg("user", "<returncode>1</returncode>\n<output>\ncat: x.py: No such file or directory\n</output>"),
+            msg("assistant", "<think>\nhmm ```bash\nls -la\n```"),
+            msg("user", "<returncode>0</returncode>\n<output>\n</output>"),
+            msg("assistant", "done\n\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git diff\n```"),
+        ];
+        let rows = derive(&raw);
+        assert_eq!(rows.messages.len(), 9);
+        let t = &rows.turns;
+        assert_eq!(t.len(), 4);
+        assert_eq!(t.iter().map(|t| t.t).collect::<Vec<_>>(), vec![1, 2, 3, 4]);
+        assert_eq!(t[0].cmd_kind, "find/ls");
+        assert_eq!(t[1].obs_failed, Some(true));
+        assert_eq!(t[1].returncode, Some(1));
+        assert!(t[2].is_repeat && t[2].think_unclosed);
+        assert!(t[3].is_submit && t[3].obs_failed.is_none());
+        assert_eq!(rows.trajectory.obs_format.as_deref(), Some("RETURNCODE"));
+        assert!((rows.trajectory.dup_cmd_ratio - 1.0 / 3.0).abs() < 1e-12);
+        assert_eq!(rows.trajectory.max_cmd_run, 1);
+        // a chained hash tells identical commands at different positions apart
+        assert_ne!(t[0].turn_sha, t[2].turn_sha);
+    }
+
+    #[test]
+    fn scored_turns_are_numbered_per_side() {
+        let mut raw = RawTrajectory { traj_id: "s".into(), source: "albedo", ..Default::default() };
+        let own = |role: &str, c: &str, st: bool, eo: bool| RawMessage {
+            score_target: st,
+            environment_observation: eo,
+            ..msg(role, c)
+        };
+        raw.messages = vec![
+            msg("system", "s"),
+            msg("user", "u"),
+            msg("assistant", "```bash\nls\n```"),
+            msg("user", "a\n[The command completed with exit code 0.]"),
+            own("assistant", "```bash\ncat -n a\n```", true, false),
+            own("user", "x\n[The command completed with exit code 2.]", false, true),
+            own("assistant", "```bash\ncat -n a\n```", true, false),
+        ];
+        let rows = derive(&raw);
+        let c: Vec<_> = rows.turns.iter().map(|t| t.candidate_n).collect();
+        assert_eq!(c, vec![None, Some(1), Some(2)]);
+        assert_eq!(rows.trajectory.n_scored, 2);
+        assert_eq!(rows.trajectory.max_cmd_run, 2);
+        assert!(rows.messages[..4].iter().all(|m| m.is_context));
+        assert!(!rows.messages[4].is_context);
+        assert_eq!(rows.turns[1].obs_failed, Some(true));
+    }
+}

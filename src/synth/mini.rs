@@ -1,0 +1,193 @@
+//! Synthetic mini-coder Parquet shards (`data/train-000NN-of-000MM.parquet`)
+//! and mini-swe-agent `*.traj.json` files (v1 text actions, v2 tool calls).
+
+use arrow::array::{ArrayRef, BooleanBuilder, ListBuilder, StringBuilder, StructBuilder};
+use arrow::datatypes::{DataType, Field, Fields, Schema};
+use arrow::record_batch::RecordBatch;
+use serde_json::{json, Value};
+use std::path::Path;
+use std::sync::Arc;
+
+use super::params::{KindTable, Params};
+use super::plan::{plan_turns, PlannedTurn, Stretch};
+use super::rng::Rng;
+use super::text::{assistant, command, observation, Repo};
+use super::Counts;
+use crate::turn::ObsFormat;
+
+const SYSTEM: &str = "You are a helpful assistant that can interact with a computer.\n\nYour response must contain exactly ONE bash code block with ONE command (or commands connected with && or ||).\nInclude a THOUGHT section before your command where you explain your reasoning process.";
+const MARKER: &str = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT";
+/// Rows per shard, as in the real corpus.
+pub const SHARD_ROWS: u64 = 6600;
+const BATCH: u64 = 256;
+
+/// One planned trajectory with its rendered messages.
+struct Rendered {
+    instance_id: String,
+    messages: Vec<(String, String)>,
+    plan: Vec<PlannedTurn>,
+    commands: Vec<String>,
+    repo: Repo,
+}
+
+fn instance_id(rng: &mut Rng, pool: u64, which: u64) -> String {
+    let mut r = rng.fork(which % pool.max(1));
+    let repo = Repo::new(&mut r);
+    format!("{}.{}.func_pm_remove_cond__{}", repo.root.trim_start_matches("/workspace/").trim_end_matches("__1.0"), r.hex(7), r.hex(4))
+}
+
+fn render(rng: &mut Rng, p: &Params, k: &KindTable, n_turns: (u32, u32), instance: String, malformed: bool) -> Rendered {
+    let m = &p.model;
+    let repo = Repo::new(rng);
+    let n = rng.range(n_turns.0 as u64, n_turns.1 as u64) as u32;
+    let last_submit = rng.chance(m.mini_submit_rate);
+    let plan = plan_turns(rng, k, m, &Stretch { n_turns: n, own: true, judged: false, looped: false, last_submit, ends: true, malformed }, &[]);
+    let mut messages = vec![
+        ("system".to_string(), SYSTEM.to_string()),
+        ("user".to_string(), format!("<pr_description>\nFix the bug in {} reported as issue #{}.\n</pr_description>", repo.package, rng.range(1, 9999))),
+    ];
+    let mut commands: Vec<String> = Vec::new();
+    for t in &plan {
+        let cmd = if t.repeat { commands.last().cloned().unwrap_or_default() } else { command(rng, &repo, t.kind, MARKER) };
+        messages.push(("assistant".into(), assistant(rng, t, &cmd, "bash")));
+        if t.has_obs {
+            messages.push(("user".into(), observation(rng, t, &cmd, ObsFormat::Returncode)));
+        }
+        commands.push(cmd);
+    }
+    Rendered { instance_id: instance, messages, plan, commands, repo }
+}
+
+fn message_fields() -> Fields {
+    Fields::from(vec![Field::new("role", DataType::Utf8, true), Field::new("content", DataType::Utf8, true)])
+}
+
+pub fn shard_schema() -> Arc<Schema> {
+    Arc::new(Schema::new(vec![
+        Field::new("instance_id", DataType::Utf8, true),
+        Field::new("messages", DataType::List(Arc::new(Field::new("item", DataType::Struct(message_fields()), true))), true),
+        Field::new("patch", DataType::Utf8, true),
+        Field::new("model", DataType::Utf8, true),
+        Field::new("verified", DataType::Boolean, true),
+    ]))
+}
+
+/// Write `n` mini-coder trajectories as Parquet shards under `dir/data/`.
+pub fn write_mini_coder(dir: &Path, rng: &Rng, p: &Params, k: &KindTable, n: u64, counts: &mut Counts) -> std::io::Result<()> {
+    let data = dir.join("data");
+    std::fs::create_dir_all(&data)?;
+    let shards = n.div_ceil(SHARD_ROWS).max(1);
+    let per_shard = n.div_ceil(shards);
+    let pool = (n / 3).max(1);
+    let m = &p.model;
+    for shard in 0..shards {
+        let mut rng = rng.fork(1_000_000 + shard);
+        let path = data.join(format!("train-{shard:05}-of-{shards:05}.parquet"));
+        let file = std::fs::File::create(&path)?;
+        let props = parquet::file::properties::WriterProperties::builder()
+            .set_compression(parquet::basic::Compression::SNAPPY)
+            .build();
+        let mut writer = parquet::arrow::ArrowWriter::try_new(file, shard_schema(), Some(props)).map_err(std::io::Error::other)?;
+        let rows = per_shard.min(n - shard * per_shard);
+        let mut done = 0;
+        while done < rows {
+            let take = BATCH.min(rows - done);
+            let mut ids = StringBuilder::new();
+            let mut msgs = ListBuilder::new(StructBuilder::from_fields(message_fields(), 0));
+            let mut patches = StringBuilder::new();
+            let mut models = StringBuilder::new();
+            let mut verified = BooleanBuilder::new();
+            for _ in 0..take {
+                let which = rng.next_u64();
+                let inst = instance_id(&mut rng, pool, which);
+                let r = render(&mut rng, p, k, (m.mini_turns_min, m.mini_turns_max), inst, true);
+                ids.append_value(&r.instance_id);
+                for (role, content) in &r.messages {
+                    let sb = msgs.values();
+                    sb.field_builder::<StringBuilder>(0).unwrap().append_value(role);
+                    sb.field_builder::<StringBuilder>(1).unwrap().append_value(content);
+                    sb.append(true);
+                }
+                msgs.append(true);
+                patches.append_value(format!("diff --git a/{0}/core.py b/{0}/core.py\n--- a/{0}/core.py\n+++ b/{0}/core.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n", r.repo.package));
+                models.append_value("synth/mini-coder-1");
+                verified.append_value(rng.chance(m.verified_rate));
+                counts.mini_coder_trajectories += 1;
+                counts.mini_coder_turns += r.plan.len() as u64;
+                counts.mini_coder_messages += r.messages.len() as u64;
+                counts.bytes += r.messages.iter().map(|(a, b)| a.len() + b.len()).sum::<usize>() as u64;
+            }
+            let cols: Vec<ArrayRef> = vec![
+                Arc::new(ids.finish()),
+                Arc::new(msgs.finish()),
+                Arc::new(patches.finish()),
+                Arc::new(models.finish()),
+                Arc::new(verified.finish()),
+            ];
+            let batch = RecordBatch::try_new(shard_schema(), cols).map_err(std::io::Error::other)?;
+            writer.write(&batch).map_err(std::io::Error::other)?;
+            done += take;
+        }
+        writer.close().map_err(std::io::Error::other)?;
+    }
+    Ok(())
+}
+
+/// Write `n` mini-swe-agent runs, alternating v1 and v2, under `dir`.
+pub fn write_mswea(dir: &Path, rng: &Rng, p: &Params, k: &KindTable, n: u64, counts: &mut Counts) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let m = &p.model;
+    for i in 0..n {
+        let mut rng = rng.fork(2_000_000 + i);
+        let inst = format!("{}-{}", instance_id(&mut rng, n, i), i);
+        // v2 actions are tool calls, which cannot be malformed the way text is.
+        let r = render(&mut rng, p, k, (m.mswea_turns_min, m.mswea_turns_max), inst, i % 2 == 0);
+        let submitted = r.plan.last().is_some_and(|t| t.kind == crate::turn::CmdKind::Submit);
+        let exit_status = if submitted { "Submitted" } else { "LimitsExceeded" };
+        let submission = "diff --git a/x.py b/x.py\n";
+        let doc = if i % 2 == 0 {
+            let messages: Vec<Value> = r.messages.iter().map(|(role, content)| json!({"content": content, "role": role})).collect();
+            json!({"info": {"exit_status": exit_status, "submission": submission, "model_stats": {"api_calls": r.plan.len(), "instance_cost": 0.0}},
+                   "messages": messages, "trajectory_format": "mini-swe-agent-1"})
+        } else {
+            json!({"info": {"model_stats": {"api_calls": r.plan.len(), "instance_cost": 0.0}},
+                   "instance_id": r.instance_id, "messages": v2_messages(&r, exit_status, submission),
+                   "trajectory_format": "mini-swe-agent-1.1"})
+        };
+        let bytes = serde_json::to_vec_pretty(&doc)?;
+        std::fs::write(dir.join(format!("{}.traj.json", r.instance_id)), &bytes)?;
+        counts.mswea_trajectories += 1;
+        counts.mswea_turns += r.plan.len() as u64;
+        counts.mswea_messages += r.messages.len() as u64 + (i % 2) as u64;
+        counts.bytes += bytes.len() as u64;
+    }
+    Ok(())
+}
+
+/// v2 messages: tool calls for actions, `tool` observations, a closing `exit` message.
+fn v2_messages(r: &Rendered, exit_status: &str, submission: &str) -> Vec<Value> {
+    let mut out = Vec::new();
+    let mut turn = 0;
+    for (role, content) in &r.messages {
+        match role.as_str() {
+            "assistant" => {
+                let cmd = &r.commands[turn];
+                let id = format!("call_{turn:02}");
+                let thought = content.split("\n\n```").next().unwrap_or("").to_string();
+                let call = json!([{"function": {"arguments": json!({"command": cmd}).to_string(), "name": "bash"}, "id": id, "index": 0, "type": "function"}]);
+                // Every third turn keeps its text in reasoning_content, as some providers do.
+                let (c, reasoning) = if turn % 3 == 2 { (String::new(), Some(thought)) } else { (thought, None) };
+                let mut msg = json!({"content": c, "extra": {"actions": [{"command": cmd, "tool_call_id": id}]}, "role": "assistant", "tool_calls": call});
+                if let Some(rc) = reasoning {
+                    msg["reasoning_content"] = json!(rc);
+                }
+                out.push(msg);
+                turn += 1;
+            }
+            "user" if turn > 0 => out.push(json!({"content": content, "role": "tool", "tool_call_id": format!("call_{:02}", turn - 1)})),
+            _ => out.push(json!({"content": content, "role": role})),
+        }
+    }
+    out.push(json!({"content": submission, "extra": {"exit_status": exit_status, "submission": submission}, "role": "exit"}));
+    out
+}

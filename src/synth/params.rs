@@ -1,0 +1,88 @@
+//! The generative model's parameters, read from TOML (`data/synth.toml` is
+//! the default and is embedded in the binary).
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+use crate::turn::CmdKind;
+
+pub const DEFAULT_TOML: &str = include_str!("../../data/synth.toml");
+
+/// The command kinds a generated turn can have (submit is planted separately).
+pub const KINDS: [CmdKind; 8] = [
+    CmdKind::CatN,
+    CmdKind::SedN,
+    CmdKind::Cat,
+    CmdKind::Edit,
+    CmdKind::GrepR,
+    CmdKind::Python,
+    CmdKind::FindLs,
+    CmdKind::Other,
+];
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Model {
+    pub turn_decay: f64,
+    pub fail_factor: f64,
+    pub repeat_rate: f64,
+    pub malformed_rate: f64,
+    pub think_unclosed_rate: f64,
+    pub long_output_rate: f64,
+    pub looped_side_rate: f64,
+    pub submit_last_rate: f64,
+    pub verified_rate: f64,
+    pub yes_uncited_rate: f64,
+    pub blame_rate: f64,
+    pub questions_min: u32,
+    pub cut_max: u32,
+    pub scored_per_side: u32,
+    pub mini_turns_min: u32,
+    pub mini_turns_max: u32,
+    pub mini_submit_rate: f64,
+    pub mswea_turns_min: u32,
+    pub mswea_turns_max: u32,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Params {
+    pub mix: BTreeMap<String, f64>,
+    pub fail: BTreeMap<String, f64>,
+    pub earn: BTreeMap<String, f64>,
+    pub extra_citations: BTreeMap<String, f64>,
+    pub model: Model,
+}
+
+/// Per-kind parameters in `KINDS` order.
+#[derive(Debug, Clone)]
+pub struct KindTable {
+    pub mix: [f64; 8],
+    pub fail: [f64; 8],
+    pub earn: [f64; 8],
+    pub extra: [f64; 8],
+}
+
+impl Params {
+    pub fn from_toml(text: &str) -> Result<Params, String> {
+        let p: Params = toml::from_str(text).map_err(|e| e.to_string())?;
+        p.kinds()?;
+        Ok(p)
+    }
+
+    pub fn default_params() -> Params {
+        Params::from_toml(DEFAULT_TOML).expect("data/synth.toml is valid")
+    }
+
+    pub fn kinds(&self) -> Result<KindTable, String> {
+        let get = |m: &BTreeMap<String, f64>, table: &str, k: CmdKind| {
+            m.get(k.as_str()).copied().ok_or_else(|| format!("[{table}] has no entry for {:?}", k.as_str()))
+        };
+        let mut t = KindTable { mix: [0.0; 8], fail: [0.0; 8], earn: [0.0; 8], extra: [0.0; 8] };
+        for (i, k) in KINDS.iter().enumerate() {
+            t.mix[i] = get(&self.mix, "mix", *k)?;
+            t.fail[i] = get(&self.fail, "fail", *k)?;
+            t.earn[i] = get(&self.earn, "earn", *k)?;
+            t.extra[i] = get(&self.extra_citations, "extra_citations", *k)?;
+        }
+        Ok(t)
+    }
+}

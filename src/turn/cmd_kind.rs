@@ -1,0 +1,328 @@
+//! `cmd_kind`: which kind of work a bash action does.
+//!
+//! | command shape                                   | kind            |
+//! |-------------------------------------------------|-----------------|
+//! | prints a submit marker first (`echo MARKER && …`) | `submit`      |
+//! | leading `cd`, `pwd`, `export`, `source`, `set` segments of a `&&`/`;` chain | skipped: the first remaining segment decides |
+//! | a pipeline with a `sed -n` stage anywhere       | `sed -n` (a ranged read, e.g. `nl -ba f \| sed -n 5,9p`) |
+//! | otherwise a pipeline's first stage decides      | (`grep -rn x . \| head` is `grep -r`) |
+//! | `cat -n`, `nl`                                   | `cat -n`        |
+//! | `cat`, `head`, `tail` reading                   | `cat`           |
+//! | `sed -i`, `perl -i`, `tee`, `patch`, `git apply`, `cat`/`echo`/`printf` redirected into a file (`>`, `>>`, heredoc into a file) | `edit` |
+//! | `grep` with `-r`/`-R`, `rg`, `ag`, `git grep`   | `grep -r`       |
+//! | `python`, `python3`, `pytest`, `python -m pytest` | `pytest/python` |
+//! | `find`, `ls`, `tree`                            | `find/ls`       |
+//! | anything else (also `grep` on named files)      | `other`         |
+//!
+//! Wrappers `timeout N`, `sudo`, `env`, and `VAR=value` prefixes are looked through.
+//! Only the first line of a multi-line command is classified (the rest is
+//! usually a heredoc body).
+
+use super::markers::is_submit_command;
+
+/// The command kinds, in the order reports list them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CmdKind {
+    CatN,
+    SedN,
+    Cat,
+    Edit,
+    GrepR,
+    Python,
+    FindLs,
+    Submit,
+    Other,
+}
+
+impl CmdKind {
+    pub const ALL: [CmdKind; 9] = [
+        CmdKind::CatN,
+        CmdKind::SedN,
+        CmdKind::Cat,
+        CmdKind::Edit,
+        CmdKind::GrepR,
+        CmdKind::Python,
+        CmdKind::FindLs,
+        CmdKind::Submit,
+        CmdKind::Other,
+    ];
+
+    /// The label stored in `turns.cmd_kind`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CmdKind::CatN => "cat -n",
+            CmdKind::SedN => "sed -n",
+            CmdKind::Cat => "cat",
+            CmdKind::Edit => "edit",
+            CmdKind::GrepR => "grep -r",
+            CmdKind::Python => "pytest/python",
+            CmdKind::FindLs => "find/ls",
+            CmdKind::Submit => "submit",
+            CmdKind::Other => "other",
+        }
+    }
+
+    pub fn from_label(label: &str) -> Option<CmdKind> {
+        CmdKind::ALL.into_iter().find(|k| k.as_str() == label)
+    }
+}
+
+/// Classify one bash action (see the module table).
+pub fn classify_command(command: &str, submit_marker: Option<&str>) -> CmdKind {
+    if is_submit_command(command, submit_marker) {
+        return CmdKind::Submit;
+    }
+    let first_line = command.trim_start().lines().next().unwrap_or("");
+    let chain = split_chain(first_line);
+    let segment = chain
+        .iter()
+        .find(|seg| {
+            let words = words_of(seg.first().map(String::as_str).unwrap_or(""));
+            !matches!(program(&words).0, "cd" | "export" | "source" | "." | "set" | "pushd" | "pwd" | "")
+        })
+        .or_else(|| chain.first());
+    let Some(stages) = segment else {
+        return CmdKind::Other;
+    };
+    let stage_words: Vec<Vec<String>> = stages.iter().map(|s| words_of(s)).collect();
+    if stage_words.iter().any(|w| {
+        let (prog, args) = program(w);
+        prog == "sed" && has_flag(args, 'n') && !has_flag(args, 'i')
+    }) {
+        return CmdKind::SedN;
+    }
+    let stage = stages.first().map(String::as_str).unwrap_or("");
+    classify_stage(&stage_words[0], stage, first_line)
+}
+
+fn classify_stage(words: &[String], raw: &str, line: &str) -> CmdKind {
+    let (prog, args) = program(words);
+    let redirects_to_file = writes_file(raw) || (line.contains("<<") && writes_file(line));
+    match prog {
+        "cat" if redirects_to_file => CmdKind::Edit,
+        "cat" if has_flag(args, 'n') => CmdKind::CatN,
+        "nl" => CmdKind::CatN,
+        "cat" | "head" | "tail" => CmdKind::Cat,
+        "echo" | "printf" if redirects_to_file => CmdKind::Edit,
+        "sed" | "perl" if has_flag(args, 'i') => CmdKind::Edit,
+        "sed" if has_flag(args, 'n') => CmdKind::SedN,
+        "tee" | "patch" | "ed" => CmdKind::Edit,
+        "git" if args.first().map(String::as_str) == Some("apply") => CmdKind::Edit,
+        "git" if args.first().map(String::as_str) == Some("grep") => CmdKind::GrepR,
+        "grep" | "egrep" | "fgrep" if has_flag(args, 'r') || has_flag(args, 'R') => CmdKind::GrepR,
+        "rg" | "ag" => CmdKind::GrepR,
+        "python" | "python3" | "pytest" | "py.test" => CmdKind::Python,
+        p if p.starts_with("python3.") => CmdKind::Python,
+        "find" | "ls" | "tree" => CmdKind::FindLs,
+        _ => CmdKind::Other,
+    }
+}
+
+/// The program of a stage and its arguments, looking through wrappers.
+fn program(words: &[String]) -> (&str, &[String]) {
+    let mut i = 0;
+    while i < words.len() {
+        let w = words[i].as_str();
+        if w.contains('=') && !w.starts_with('-') && !w.starts_with('=') {
+            i += 1; // VAR=value prefix
+        } else if w == "sudo" || w == "env" || w == "command" || w == "exec" {
+            i += 1;
+        } else if w == "timeout" {
+            i += 1;
+            while i < words.len() && (words[i].starts_with('-') || words[i].chars().next().is_some_and(|c| c.is_ascii_digit())) {
+                i += 1;
+            }
+        } else {
+            let prog = w.rsplit('/').next().unwrap_or(w);
+            return (prog, &words[i + 1..]);
+        }
+    }
+    ("", &[])
+}
+
+/// A short flag given alone (`-n`) or combined (`-rn`), before any `--`.
+fn has_flag(args: &[String], flag: char) -> bool {
+    args.iter()
+        .take_while(|a| a.as_str() != "--")
+        .any(|a| a.starts_with('-') && !a.starts_with("--") && a[1..].chars().all(|c| c.is_ascii_alphanumeric()) && a[1..].contains(flag))
+}
+
+/// An output redirect into a file (not `/dev/null`, not an fd duplication).
+fn writes_file(stage: &str) -> bool {
+    let bytes = stage.as_bytes();
+    let mut quote: Option<u8> = None;
+    let mut i = 0;
+    while i < bytes.len() {
+        let c = bytes[i];
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None if c == b'\'' || c == b'"' => quote = Some(c),
+            None if c == b'>' => {
+                let mut j = i + 1;
+                if j < bytes.len() && bytes[j] == b'>' {
+                    j += 1;
+                }
+                if j < bytes.len() && bytes[j] == b'&' {
+                    i = j + 1;
+                    continue;
+                }
+                let target: String = stage[j..].trim_start().chars().take_while(|c| !c.is_whitespace()).collect();
+                if !target.is_empty() && target != "/dev/null" {
+                    return true;
+                }
+            }
+            None => {}
+        }
+        i += 1;
+    }
+    false
+}
+
+/// Split a line into `&&` / `||` / `;` chain segments, each a list of `|`
+/// pipeline stages, respecting quotes and backslash escapes.
+fn split_chain(line: &str) -> Vec<Vec<String>> {
+    let mut chain = Vec::new();
+    let mut stages = Vec::new();
+    let mut cur = String::new();
+    let mut quote: Option<char> = None;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match quote {
+            Some(q) => {
+                if c == '\\' && q == '"' {
+                    cur.push(c);
+                    if let Some(n) = chars.next() {
+                        cur.push(n);
+                    }
+                    continue;
+                }
+                if c == q {
+                    quote = None;
+                }
+                cur.push(c);
+            }
+            None => match c {
+                '\\' => {
+                    cur.push(c);
+                    if let Some(n) = chars.next() {
+                        cur.push(n);
+                    }
+                }
+                '\'' | '"' => {
+                    quote = Some(c);
+                    cur.push(c);
+                }
+                '&' if chars.peek() == Some(&'&') => {
+                    chars.next();
+                    stages.push(std::mem::take(&mut cur));
+                    chain.push(std::mem::take(&mut stages));
+                }
+                '|' if chars.peek() == Some(&'|') => {
+                    chars.next();
+                    stages.push(std::mem::take(&mut cur));
+                    chain.push(std::mem::take(&mut stages));
+                }
+                ';' => {
+                    stages.push(std::mem::take(&mut cur));
+                    chain.push(std::mem::take(&mut stages));
+                }
+                '|' => stages.push(std::mem::take(&mut cur)),
+                _ => cur.push(c),
+            },
+        }
+    }
+    stages.push(cur);
+    chain.push(stages);
+    chain
+        .into_iter()
+        .map(|s| s.into_iter().map(|x| x.trim().to_string()).collect::<Vec<_>>())
+        .filter(|s: &Vec<String>| s.iter().any(|x| !x.is_empty()))
+        .collect()
+}
+
+/// Whitespace-separated words with surrounding quotes removed.
+fn words_of(stage: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut quote: Option<char> = None;
+    let mut in_word = false;
+    for c in stage.chars() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => cur.push(c),
+            None if c == '\'' || c == '"' => {
+                quote = Some(c);
+                in_word = true;
+            }
+            None if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            None => {
+                cur.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if in_word {
+        words.push(cur);
+    }
+    words
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table() {
+        use CmdKind::*;
+        let cases = [
+            ("cat -n /workspace/repo/autode/values.py", CatN),
+            ("cd /workspace/repo && cat -n src/x.py", CatN),
+            ("nl -ba autode/values.py | sed -n '208,250p'", SedN),
+            ("sed -n '217,244p' /workspace/repo/autode/values.py", SedN),
+            ("sed -n '230,300p' f.go | cat -n", SedN),
+            ("cat tests/missing_colon.py", Cat),
+            ("head -50 setup.py", Cat),
+            ("cat > /workspace/test_bug.py << 'EOF'\nimport x\nEOF", Edit),
+            ("cat <<'EOF' > fix.py\nprint(1)\nEOF", Edit),
+            ("sed -i 's/a/b/' tests/missing_colon.py", Edit),
+            ("echo 'x = 1' >> conf.py", Edit),
+            ("echo hello", Other),
+            ("git apply fix.patch", Edit),
+            ("grep -rn \"compileRegex\" interp/", GrepR),
+            ("grep -n \"__mul__\\|__truediv__\" autode/values.py", Other),
+            ("cd /repo && grep -R foo . | head -20", GrepR),
+            ("rg -n separable", GrepR),
+            ("git grep -n foo", GrepR),
+            ("python3 tests/missing_colon.py", Python),
+            ("cd /workspace/x && python /workspace/test_bug.py", Python),
+            ("python -m pytest tests/test_value.py -x -q", Python),
+            ("pytest -q tests/", Python),
+            ("timeout 60 python -c 'print(1)'", Python),
+            ("PYTHONPATH=. python x.py", Python),
+            ("find /workspace/x/tests -name \"*value*\" -type f", FindLs),
+            ("ls -la", FindLs),
+            ("ls -la tests/ 2>/dev/null", FindLs),
+            ("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached", Submit),
+            ("git status", Other),
+            ("pwd && ls", FindLs),
+            ("", Other),
+            ("cd /repo", Other),
+        ];
+        for (cmd, want) in cases {
+            assert_eq!(classify_command(cmd, None), want, "{cmd:?}");
+        }
+    }
+
+    #[test]
+    fn labels_round_trip() {
+        for k in CmdKind::ALL {
+            assert_eq!(CmdKind::from_label(k.as_str()), Some(k));
+        }
+    }
+}

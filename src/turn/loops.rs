@@ -1,0 +1,89 @@
+//! Repeat and loop metrics over a trajectory's commands.
+//!
+//! Commands are compared after trimming and collapsing whitespace. Submit
+//! commands are left out by the caller, as is everything outside the scope
+//! being measured (for an Albedo side: its scored outputs only).
+
+use std::collections::HashSet;
+
+/// The validator's `loop_check` rejects a side at these values.
+pub const VALIDATOR_DUP_RATIO: f64 = 0.65;
+pub const VALIDATOR_MAX_RUN: u32 = 6;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LoopMetrics {
+    /// Share of commands that repeat an earlier command: 1 - distinct / total.
+    pub dup_cmd_ratio: f64,
+    /// Longest run of consecutive identical commands.
+    pub max_cmd_run: u32,
+}
+
+impl LoopMetrics {
+    /// Whether the validator would call this trajectory looped.
+    pub fn validator_looped(&self) -> bool {
+        self.dup_cmd_ratio >= VALIDATOR_DUP_RATIO || self.max_cmd_run >= VALIDATOR_MAX_RUN
+    }
+}
+
+/// A command in the form used for comparisons.
+pub fn normalize_command(command: &str) -> String {
+    command.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+pub fn loop_metrics<'a>(commands: impl IntoIterator<Item = &'a str>) -> LoopMetrics {
+    let mut seen = HashSet::new();
+    let (mut total, mut run, mut max_run) = (0u32, 0u32, 0u32);
+    let mut prev: Option<String> = None;
+    for c in commands {
+        let n = normalize_command(c);
+        total += 1;
+        run = if prev.as_ref() == Some(&n) { run + 1 } else { 1 };
+        max_run = max_run.max(run);
+        seen.insert(n.clone());
+        prev = Some(n);
+    }
+    let dup_cmd_ratio = if total == 0 { 0.0 } else { 1.0 - seen.len() as f64 / total as f64 };
+    LoopMetrics { dup_cmd_ratio, max_cmd_run: max_run }
+}
+
+/// For each command, whether an identical command came earlier (`None` never repeats).
+pub fn repeat_flags(commands: &[Option<&str>]) -> Vec<bool> {
+    let mut seen = HashSet::new();
+    commands
+        .iter()
+        .map(|c| match c {
+            Some(c) => !seen.insert(normalize_command(c)),
+            None => false,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metrics_table() {
+        let cases: &[(&[&str], f64, u32)] = &[
+            (&[], 0.0, 0),
+            (&["ls"], 0.0, 1),
+            (&["ls", "ls", "ls"], 2.0 / 3.0, 3),
+            (&["ls", "cat a", "ls", "cat a"], 0.5, 1),
+            (&["ls  -la", "ls -la", "pwd"], 1.0 / 3.0, 2),
+            (&["a", "b", "b", "b", "b", "b", "b", "c"], 5.0 / 8.0, 6),
+        ];
+        for (cmds, ratio, run) in cases {
+            let m = loop_metrics(cmds.iter().copied());
+            assert!((m.dup_cmd_ratio - ratio).abs() < 1e-12, "{cmds:?}: {}", m.dup_cmd_ratio);
+            assert_eq!(m.max_cmd_run, *run, "{cmds:?}");
+        }
+        assert!(loop_metrics(["a", "b", "b", "b", "b", "b", "b", "c"]).validator_looped());
+        assert!(!loop_metrics(["a", "b", "a"]).validator_looped());
+    }
+
+    #[test]
+    fn repeats() {
+        let flags = repeat_flags(&[Some("ls"), None, Some("cat x"), Some(" ls "), None, Some("cat x")]);
+        assert_eq!(flags, vec![false, false, false, true, false, true]);
+    }
+}

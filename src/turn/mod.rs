@@ -1,0 +1,19 @@
+//! Pure text rules over one turn or one trajectory: what the bash action is,
+//! what kind of command it runs, how its observation looks and whether it
+//! failed, unclosed `<think>`, submit markers, judge citations and loop
+//! metrics. No Arrow or DataFusion here: the `udf` module adapts these rules
+//! for SQL, and the source readers call them directly, so every rule exists once.
+
+pub mod bash;
+pub mod citation;
+pub mod cmd_kind;
+pub mod loops;
+pub mod markers;
+pub mod observation;
+
+pub use bash::extract_bash_blocks;
+pub use citation::parse_citations;
+pub use cmd_kind::{classify_command, CmdKind};
+pub use loops::{loop_metrics, LoopMetrics};
+pub use markers::{is_submit_command, think_unclosed};
+pub use observation::{detect_obs_format, observation_outcome, ObsFormat, ObsOutcome};

@@ -1,0 +1,97 @@
+//! Helpers shared by the integration tests: run the real binary in a temp dir.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_turnlake"));
+    c.env_remove("TURNLAKE_LAKE");
+    c
+}
+
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("data/fixtures")
+}
+
+pub fn shared_samples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/samples")
+}
+
+/// Run `turnlake --lake LAKE ARGS...`.
+pub fn run(lake: &Path, args: &[&str]) -> Output {
+    bin().arg("--lake").arg(lake).args(args).output().expect("run turnlake")
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).to_string()
+}
+
+/// Run a query and return its CSV rows (header dropped).
+pub fn sql(lake: &Path, query: &str) -> Vec<Vec<String>> {
+    let o = run(lake, &["sql", query, "--format", "csv"]);
+    assert!(o.status.success(), "sql failed: {query}\n{}", stderr(&o));
+    let mut r = csv_rows(&stdout(&o));
+    if !r.is_empty() {
+        r.remove(0);
+    }
+    r
+}
+
+/// A single number from a query.
+pub fn scalar(lake: &Path, query: &str) -> String {
+    let rows = sql(lake, query);
+    assert_eq!(rows.len(), 1, "{query}: {rows:?}");
+    rows[0][0].clone()
+}
+
+fn csv_rows(text: &str) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    let mut row = Vec::new();
+    let mut field = String::new();
+    let mut quoted = false;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                field.push('"');
+                chars.next();
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => row.push(std::mem::take(&mut field)),
+            ('\n', false) => {
+                row.push(std::mem::take(&mut field));
+                rows.push(std::mem::take(&mut row));
+            }
+            _ => field.push(c),
+        }
+    }
+    rows
+}
+
+/// The "read N = written N + unchanged N + rejected N" counts of an ingest.
+pub fn counts(o: &Output) -> (u64, u64, u64, u64) {
+    let out = stdout(o);
+    let line = out.lines().find(|l| l.starts_with("read ")).unwrap_or_else(|| panic!("no counts in {out}\n{}", stderr(o)));
+    let n: Vec<u64> = line.split_whitespace().filter_map(|w| w.parse().ok()).collect();
+    assert!(!line.contains("DOES NOT RECONCILE"), "{line}");
+    (n[0], n[1], n[2], n[3])
+}
+
+/// Copy a folder tree.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.path().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).unwrap();
+        }
+    }
+}
