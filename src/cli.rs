@@ -8,7 +8,11 @@ use crate::cmd;
 use crate::output::Format;
 
 #[derive(Debug, Parser)]
-#[command(name = "turnlake", version, about = "Batch processor over a columnar lake of coding-agent trajectories")]
+#[command(
+    name = "turnlake",
+    version,
+    about = "Batch processor over a columnar lake of coding-agent trajectories"
+)]
 pub struct Cli {
     /// Lake root: a folder or a URL (file://, s3://).
     #[arg(long, global = true, env = "TURNLAKE_LAKE", default_value = "./lake")]
@@ -81,7 +85,9 @@ impl From<FormatArg> for Format {
 /// Parse the process arguments and run the command.
 pub fn run() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     rt.block_on(dispatch(cli))
 }
 

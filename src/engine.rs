@@ -10,13 +10,13 @@ use crate::lake::{Lake, LakeError};
 pub enum EngineError {
     #[error(transparent)]
     Lake(#[from] LakeError),
-    #[error("registering table {table}: {source}")]
+    #[error("registering table {table}")]
     Register {
         table: String,
         #[source]
         source: datafusion::error::DataFusionError,
     },
-    #[error("{context}: {source}")]
+    #[error("{context}")]
     Query {
         context: String,
         #[source]
@@ -36,8 +36,13 @@ pub async fn session(lake: &Lake) -> Result<SessionContext, EngineError> {
 
 /// (Re-)register one table at its latest version.
 pub async fn register(ctx: &SessionContext, lake: &Lake, name: &str) -> Result<(), EngineError> {
-    let err = |source| EngineError::Register { table: name.to_string(), source };
-    let Some(table) = lake.table(name).await? else { return Ok(()) };
+    let err = |source| EngineError::Register {
+        table: name.to_string(),
+        source,
+    };
+    let Some(table) = lake.table(name).await? else {
+        return Ok(());
+    };
     table
         .update_datafusion_session(&ctx.state())
         .map_err(|e| err(datafusion::error::DataFusionError::External(Box::new(e))))?;
@@ -48,7 +53,19 @@ pub async fn register(ctx: &SessionContext, lake: &Lake, name: &str) -> Result<(
 }
 
 /// Run one SQL statement and collect its result; `context` names it in errors.
-pub async fn run_sql(ctx: &SessionContext, sql: &str, context: &str) -> Result<Vec<RecordBatch>, EngineError> {
-    let err = |source| EngineError::Query { context: context.to_string(), source };
-    ctx.sql(sql).await.map_err(err)?.collect().await.map_err(err)
+pub async fn run_sql(
+    ctx: &SessionContext,
+    sql: &str,
+    context: &str,
+) -> Result<Vec<RecordBatch>, EngineError> {
+    let err = |source| EngineError::Query {
+        context: context.to_string(),
+        source,
+    };
+    ctx.sql(sql)
+        .await
+        .map_err(err)?
+        .collect()
+        .await
+        .map_err(err)
 }

@@ -36,10 +36,19 @@ fn normalize(batch: &RecordBatch, flatten_nested: bool) -> Result<RecordBatch, A
     for (f, c) in batch.schema().fields().iter().zip(batch.columns()) {
         let (ty, col): (DataType, ArrayRef) = match c.data_type() {
             DataType::Utf8View | DataType::LargeUtf8 => (DataType::Utf8, cast(c, &DataType::Utf8)?),
-            DataType::BinaryView | DataType::LargeBinary => (DataType::Binary, cast(c, &DataType::Binary)?),
-            DataType::List(_) | DataType::LargeList(_) | DataType::Struct(_) | DataType::Map(_, _) if flatten_nested => {
+            DataType::BinaryView | DataType::LargeBinary => {
+                (DataType::Binary, cast(c, &DataType::Binary)?)
+            }
+            DataType::List(_)
+            | DataType::LargeList(_)
+            | DataType::Struct(_)
+            | DataType::Map(_, _)
+                if flatten_nested =>
+            {
                 let fmt = ArrayFormatter::try_new(c.as_ref(), &FormatOptions::default())?;
-                let text: StringArray = (0..c.len()).map(|i| c.is_valid(i).then(|| fmt.value(i).to_string())).collect();
+                let text: StringArray = (0..c.len())
+                    .map(|i| c.is_valid(i).then(|| fmt.value(i).to_string()))
+                    .collect();
                 (DataType::Utf8, Arc::new(text))
             }
             other => (other.clone(), c.clone()),
@@ -51,12 +60,23 @@ fn normalize(batch: &RecordBatch, flatten_nested: bool) -> Result<RecordBatch, A
 }
 
 /// Write `batches` to `w` in `format`.
-pub fn write_batches<W: Write + Send>(w: W, batches: &[RecordBatch], format: Format) -> Result<(), OutputError> {
+pub fn write_batches<W: Write + Send>(
+    w: W,
+    batches: &[RecordBatch],
+    format: Format,
+) -> Result<(), OutputError> {
     let flatten = format == Format::Csv;
-    let batches = batches.iter().map(|b| normalize(b, flatten)).collect::<Result<Vec<_>, _>>()?;
+    let batches = batches
+        .iter()
+        .map(|b| normalize(b, flatten))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut w = w;
     match format {
-        Format::Table => writeln!(w, "{}", arrow::util::pretty::pretty_format_batches(&batches)?)?,
+        Format::Table => writeln!(
+            w,
+            "{}",
+            arrow::util::pretty::pretty_format_batches(&batches)?
+        )?,
         Format::Csv => {
             let mut cw = arrow::csv::WriterBuilder::new().with_header(true).build(w);
             for b in &batches {
@@ -78,7 +98,10 @@ pub fn write_batches<W: Write + Send>(w: W, batches: &[RecordBatch], format: For
             jw.finish()?;
         }
         Format::Parquet => {
-            let schema = batches.first().map(|b| b.schema()).unwrap_or_else(|| Arc::new(Schema::empty()));
+            let schema = batches
+                .first()
+                .map(|b| b.schema())
+                .unwrap_or_else(|| Arc::new(Schema::empty()));
             let mut pw = parquet::arrow::ArrowWriter::try_new(w, schema, None)?;
             for b in &batches {
                 pw.write(b)?;
@@ -112,6 +135,9 @@ mod tests {
         assert_eq!(String::from_utf8(out).unwrap(), "n,cites\n7,\"[1, 2]\"\n");
         let mut out = Vec::new();
         write_batches(&mut out, &[sample()], Format::Ndjson).unwrap();
-        assert_eq!(String::from_utf8(out).unwrap(), "{\"n\":7,\"cites\":[1,2]}\n");
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "{\"n\":7,\"cites\":[1,2]}\n"
+        );
     }
 }

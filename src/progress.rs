@@ -15,9 +15,11 @@ fn target() -> ProgressDrawTarget {
 pub fn bar(total: u64, label: &str) -> ProgressBar {
     let bar = ProgressBar::with_draw_target(Some(total), target());
     bar.set_style(
-        ProgressStyle::with_template(&format!("{{spinner}} {label} [{{bar:40}}] {{pos}}/{{len}} eta {{eta}}"))
-            .expect("progress template")
-            .progress_chars("=> "),
+        ProgressStyle::with_template(&format!(
+            "{{spinner}} {label} [{{bar:40}}] {{pos}}/{{len}} eta {{eta}}"
+        ))
+        .expect("progress template")
+        .progress_chars("=> "),
     );
     bar
 }

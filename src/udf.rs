@@ -13,7 +13,9 @@
 //! | `obs_format(text)` | RETURNCODE / SWE_AGENT / OPENHANDS of an observation |
 //! | `obs_failed(text)` | whether an observation reports failure (its own format) |
 
-use arrow::array::{ArrayRef, AsArray, BooleanArray, Int32Array, Int32Builder, ListBuilder, StringArray};
+use arrow::array::{
+    ArrayRef, AsArray, BooleanArray, Int32Array, Int32Builder, ListBuilder, StringArray,
+};
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, Field};
 use datafusion::error::Result;
@@ -56,7 +58,12 @@ impl TextUdf {
             vec![DataType::Utf8, DataType::LargeUtf8, DataType::Utf8View],
             Volatility::Immutable,
         );
-        TextUdf { name, returns, kernel, signature }
+        TextUdf {
+            name,
+            returns,
+            kernel,
+            signature,
+        }
     }
 }
 
@@ -85,13 +92,21 @@ fn map_bool(a: &StringArray, f: impl Fn(&str) -> bool) -> ArrayRef {
 }
 
 fn bash_command(a: &StringArray) -> ArrayRef {
-    map_str(a, |t| turn::extract_bash_blocks(t).first().map(|s| s.to_string()))
+    map_str(a, |t| {
+        turn::extract_bash_blocks(t).first().map(|s| s.to_string())
+    })
 }
 fn n_bash_blocks(a: &StringArray) -> ArrayRef {
-    Arc::new(a.iter().map(|v| v.map(|t| turn::extract_bash_blocks(t).len() as i32)).collect::<Int32Array>())
+    Arc::new(
+        a.iter()
+            .map(|v| v.map(|t| turn::extract_bash_blocks(t).len() as i32))
+            .collect::<Int32Array>(),
+    )
 }
 fn cmd_kind(a: &StringArray) -> ArrayRef {
-    map_str(a, |c| Some(turn::classify_command(c, None).as_str().to_string()))
+    map_str(a, |c| {
+        Some(turn::classify_command(c, None).as_str().to_string())
+    })
 }
 fn is_submit(a: &StringArray) -> ArrayRef {
     map_bool(a, |c| turn::is_submit_command(c, None))
@@ -118,7 +133,9 @@ fn obs_format(a: &StringArray) -> ArrayRef {
     map_str(a, |t| Some(turn::detect_obs_format(t).as_str().to_string()))
 }
 fn obs_failed(a: &StringArray) -> ArrayRef {
-    map_bool(a, |t| turn::observation_outcome(turn::detect_obs_format(t), t).failed)
+    map_bool(a, |t| {
+        turn::observation_outcome(turn::detect_obs_format(t), t).failed
+    })
 }
 
 /// Every turnlake UDF.
@@ -165,10 +182,21 @@ mod tests {
         let batches = df.collect().await.unwrap();
         let b = &batches[0];
         assert_eq!(b.column(0).as_string::<i32>().value(0), "cat -n");
-        assert_eq!(b.column(1).as_primitive::<arrow::datatypes::Int32Type>().value(0), 1);
+        assert_eq!(
+            b.column(1)
+                .as_primitive::<arrow::datatypes::Int32Type>()
+                .value(0),
+            1
+        );
         assert!(!b.column(2).as_boolean().value(0));
         let cites = b.column(3).as_list::<i32>().value(0);
-        assert_eq!(cites.as_primitive::<arrow::datatypes::Int32Type>().values().to_vec(), vec![1, 2, 4]);
+        assert_eq!(
+            cites
+                .as_primitive::<arrow::datatypes::Int32Type>()
+                .values()
+                .to_vec(),
+            vec![1, 2, 4]
+        );
         assert!(b.column(4).as_boolean().value(0));
         assert!(b.column(4).is_valid(0));
     }

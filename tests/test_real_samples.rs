@@ -9,20 +9,35 @@ fn albedo_excerpt_reports_the_hash_mismatch_then_ingests_without_verification() 
     let tmp = tempfile::tempdir().unwrap();
     let lake = tmp.path().join("lake");
     let o = run(&lake, &["ingest", "albedo", run_dir.to_str().unwrap()]);
-    assert!(!o.status.success(), "the excerpt's hashes do not match verdict.json");
+    assert!(
+        !o.status.success(),
+        "the excerpt's hashes do not match verdict.json"
+    );
     let err = stderr(&o);
-    assert!(err.contains("generated-samples.jsonl: sha256 mismatch: verdict.json records 026b6208"), "{err}");
+    assert!(
+        err.contains("generated-samples.jsonl: sha256 mismatch: verdict.json records 026b6208"),
+        "{err}"
+    );
     assert!(err.contains("--no-verify"), "{err}");
 
-    let o = run(&lake, &["ingest", "albedo", "--no-verify", run_dir.to_str().unwrap()]);
+    let o = run(
+        &lake,
+        &["ingest", "albedo", "--no-verify", run_dir.to_str().unwrap()],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     let (read, written, _, rejected) = counts(&o);
     assert_eq!((read, written, rejected), (7, 7, 0));
-    assert_eq!(scalar(&lake, "SELECT count(DISTINCT sample_id) FROM trajectories"), "3");
+    assert_eq!(
+        scalar(&lake, "SELECT count(DISTINCT sample_id) FROM trajectories"),
+        "3"
+    );
     assert_eq!(scalar(&lake, "SELECT count(*) FROM trajectories"), "6");
 
     // One judgment per question per side, counted from the file itself.
-    let scoring = std::fs::read_to_string(run_dir.join("8e56f148-9957-4d2a-81eb-3cec65f43dc9/scoring-results.jsonl")).unwrap();
+    let scoring = std::fs::read_to_string(
+        run_dir.join("8e56f148-9957-4d2a-81eb-3cec65f43dc9/scoring-results.jsonl"),
+    )
+    .unwrap();
     let mut expected = 0;
     let mut citing = 0;
     for line in scoring.lines() {
@@ -30,12 +45,31 @@ fn albedo_excerpt_reports_the_hash_mismatch_then_ingests_without_verification() 
         let nq = v["questions"].as_array().unwrap().len();
         expected += 2 * nq;
         for j in v["judge_results"].as_array().unwrap() {
-            citing += j["explanations"].as_object().unwrap().values().filter(|e| e.as_str().unwrap().contains("CANDIDATE OUTPUT") && e.as_str().unwrap().chars().any(|c| c.is_ascii_digit())).count();
+            citing += j["explanations"]
+                .as_object()
+                .unwrap()
+                .values()
+                .filter(|e| {
+                    e.as_str().unwrap().contains("CANDIDATE OUTPUT")
+                        && e.as_str().unwrap().chars().any(|c| c.is_ascii_digit())
+                })
+                .count();
         }
     }
-    assert_eq!(scalar(&lake, "SELECT count(*) FROM judgments"), expected.to_string());
-    assert_eq!(scalar(&lake, "SELECT count(*) FROM questions"), (expected / 2).to_string());
-    let cited: usize = scalar(&lake, "SELECT count(*) FROM judgments WHERE cardinality(cited_outputs) > 0").parse().unwrap();
+    assert_eq!(
+        scalar(&lake, "SELECT count(*) FROM judgments"),
+        expected.to_string()
+    );
+    assert_eq!(
+        scalar(&lake, "SELECT count(*) FROM questions"),
+        (expected / 2).to_string()
+    );
+    let cited: usize = scalar(
+        &lake,
+        "SELECT count(*) FROM judgments WHERE cardinality(cited_outputs) > 0",
+    )
+    .parse()
+    .unwrap();
     assert!(cited > 0 && cited <= citing, "{cited} of at most {citing}");
     // The explanation quoted in formats.md: CANDIDATE OUTPUTS 1-2.
     let q02 = scalar(&lake, "SELECT array_to_string(cited_outputs, ',') FROM judgments WHERE sample_id = 'open-swe-traces/data/train-00005.parquet:563:2' AND side = 'previous_king' AND question_id = 'q_02'");
@@ -45,10 +79,25 @@ fn albedo_excerpt_reports_the_hash_mismatch_then_ingests_without_verification() 
     let n = sql(&lake, "SELECT max(candidate_n), count(*) FILTER (WHERE candidate_n IS NULL) > 0 FROM turns WHERE source = 'albedo' GROUP BY traj_id");
     assert_eq!(n.len(), 6);
     assert!(n.iter().all(|r| r[0] == "8" && r[1] == "true"), "{n:?}");
-    assert_eq!(scalar(&lake, "SELECT count(DISTINCT obs_format) FROM trajectories WHERE source = 'albedo'"), "1");
-    assert_eq!(scalar(&lake, "SELECT min(obs_format) FROM trajectories"), "OPENHANDS");
+    assert_eq!(
+        scalar(
+            &lake,
+            "SELECT count(DISTINCT obs_format) FROM trajectories WHERE source = 'albedo'"
+        ),
+        "1"
+    );
+    assert_eq!(
+        scalar(&lake, "SELECT min(obs_format) FROM trajectories"),
+        "OPENHANDS"
+    );
 
-    let o = run(&lake, &["sql", "SELECT cmd_kind, count(*) FROM turns GROUP BY 1 ORDER BY 2 DESC"]);
+    let o = run(
+        &lake,
+        &[
+            "sql",
+            "SELECT cmd_kind, count(*) FROM turns GROUP BY 1 ORDER BY 2 DESC",
+        ],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("cat -n"), "{}", stdout(&o));
 }
@@ -57,17 +106,36 @@ fn albedo_excerpt_reports_the_hash_mismatch_then_ingests_without_verification() 
 fn mswea_samples_yield_one_trajectory_each_with_their_turns() {
     let tmp = tempfile::tempdir().unwrap();
     let lake = tmp.path().join("lake");
-    let o = run(&lake, &["ingest", "mswea", shared_samples().join("mswea").to_str().unwrap()]);
+    let o = run(
+        &lake,
+        &[
+            "ingest",
+            "mswea",
+            shared_samples().join("mswea").to_str().unwrap(),
+        ],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(counts(&o), (2, 2, 0, 0));
     let rows = sql(&lake, "SELECT instance_id, n_turns, coalesce(exit_status, '-'), obs_format FROM trajectories ORDER BY instance_id");
-    assert_eq!(rows, vec![
-        vec!["astropy__astropy-12907", "36", "Submitted", "RETURNCODE"],
-        vec!["github_issue.v1", "10", "-", "RETURNCODE"],
-    ]);
+    assert_eq!(
+        rows,
+        vec![
+            vec!["astropy__astropy-12907", "36", "Submitted", "RETURNCODE"],
+            vec!["github_issue.v1", "10", "-", "RETURNCODE"],
+        ]
+    );
     // The rewritten fence is read, and the run ends on a submit in both.
-    assert_eq!(scalar(&lake, "SELECT count(*) FROM turns WHERE n_bash_blocks = 1"), "46");
-    assert_eq!(scalar(&lake, "SELECT count(*) FROM turns WHERE is_submit"), "2");
+    assert_eq!(
+        scalar(&lake, "SELECT count(*) FROM turns WHERE n_bash_blocks = 1"),
+        "46"
+    );
+    assert_eq!(
+        scalar(&lake, "SELECT count(*) FROM turns WHERE is_submit"),
+        "2"
+    );
     // Empty content with the text in reasoning_content still has its tool-call command.
-    assert_eq!(scalar(&lake, "SELECT count(*) FROM turns WHERE command IS NULL"), "0");
+    assert_eq!(
+        scalar(&lake, "SELECT count(*) FROM turns WHERE command IS NULL"),
+        "0"
+    );
 }

@@ -10,13 +10,19 @@ use crate::pipeline::ingest::{ingest, IngestReport, InputKind};
 pub async fn run(lake: &str, source: IngestSource) -> anyhow::Result<ExitCode> {
     let lake = Lake::open(lake)?;
     let (kind, paths) = match source {
-        IngestSource::Albedo { no_verify, paths } => (InputKind::Albedo { verify: !no_verify }, paths),
+        IngestSource::Albedo { no_verify, paths } => {
+            (InputKind::Albedo { verify: !no_verify }, paths)
+        }
         IngestSource::MiniCoder { paths } => (InputKind::MiniCoder, paths),
         IngestSource::Mswea { paths } => (InputKind::Mswea, paths),
     };
     let report = ingest(&lake, kind, paths).await.context("ingest failed")?;
     print_report(&report);
-    Ok(if report.nothing_usable() { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+    Ok(if report.nothing_usable() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// The closing summary: notes on stderr, counts on stdout.
@@ -30,9 +36,16 @@ pub fn print_report(r: &IngestReport) {
         r.written,
         r.unchanged,
         r.rejected,
-        if r.reconciles() { "" } else { "  (DOES NOT RECONCILE)" }
+        if r.reconciles() {
+            ""
+        } else {
+            "  (DOES NOT RECONCILE)"
+        }
     );
-    println!("new rows: {} trajectories, {} turns, {} messages", r.trajectories, r.turns, r.messages);
+    println!(
+        "new rows: {} trajectories, {} turns, {} messages",
+        r.trajectories, r.turns, r.messages
+    );
     if r.rejected > 0 {
         println!("rejected records are in table `rejects` (turnlake sql \"SELECT input_file, line, field, reason FROM rejects\")");
     }

@@ -49,7 +49,10 @@ pub fn statements(text: &str) -> Vec<String> {
 pub async fn run(lake: &str, args: SqlArgs) -> anyhow::Result<ExitCode> {
     let (text, origin) = match (&args.query, &args.file) {
         (Some(q), None) => (q.clone(), "query".to_string()),
-        (None, Some(f)) => (std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?, f.display().to_string()),
+        (None, Some(f)) => (
+            std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?,
+            f.display().to_string(),
+        ),
         _ => bail!("give either a query or -f FILE"),
     };
     if args.format == FormatArg::Parquet && args.out.is_none() {
@@ -63,12 +66,17 @@ pub async fn run(lake: &str, args: SqlArgs) -> anyhow::Result<ExitCode> {
     }
     let mut last = Vec::new();
     for (i, s) in stmts.iter().enumerate() {
-        let context = format!("{origin}, statement {} ({})", i + 1, s.lines().next().unwrap_or(""));
+        let context = format!(
+            "{origin}, statement {} ({})",
+            i + 1,
+            s.lines().next().unwrap_or("")
+        );
         last = engine::run_sql(&ctx, s, &context).await?;
     }
     match &args.out {
         Some(path) => {
-            let f = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+            let f = std::fs::File::create(path)
+                .with_context(|| format!("creating {}", path.display()))?;
             write_batches(std::io::BufWriter::new(f), &last, args.format.into())?;
         }
         None => write_batches(std::io::stdout(), &last, args.format.into())?,
@@ -82,7 +90,11 @@ mod tests {
 
     #[test]
     fn splits_statements() {
-        let s = statements("-- a comment\nCREATE VIEW v AS\nSELECT 1;\n\nSELECT *\nFROM v;\nSELECT 2");
-        assert_eq!(s, vec!["CREATE VIEW v AS\nSELECT 1", "SELECT *\nFROM v", "SELECT 2"]);
+        let s =
+            statements("-- a comment\nCREATE VIEW v AS\nSELECT 1;\n\nSELECT *\nFROM v;\nSELECT 2");
+        assert_eq!(
+            s,
+            vec!["CREATE VIEW v AS\nSELECT 1", "SELECT *\nFROM v", "SELECT 2"]
+        );
     }
 }

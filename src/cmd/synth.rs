@@ -34,7 +34,8 @@ pub fn load_params(path: Option<&PathBuf>) -> anyhow::Result<Params> {
     match path {
         None => Ok(Params::default_params()),
         Some(p) => {
-            let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+            let text =
+                std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
             Params::from_toml(&text).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))
         }
     }
@@ -54,7 +55,9 @@ pub fn run(args: SynthArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("writing the corpus under {}", args.out.display()))?;
     bar.finish_and_clear();
     let secs = started.elapsed().as_secs_f64();
-    let truth_path = args.truth_out.unwrap_or_else(|| args.out.join("truth.json"));
+    let truth_path = args
+        .truth_out
+        .unwrap_or_else(|| args.out.join("truth.json"));
     std::fs::write(&truth_path, serde_json::to_vec_pretty(&truth)?)
         .with_context(|| format!("writing {}", truth_path.display()))?;
     let c = &truth.counts;

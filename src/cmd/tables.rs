@@ -14,9 +14,22 @@ pub async fn run(lake: &str) -> anyhow::Result<ExitCode> {
     let mut table = Table::new();
     table.set_header(vec!["table", "rows", "version", "partitioned by"]);
     for info in lake.tables().await? {
-        let b = engine::run_sql(&ctx, &format!("SELECT count(*) FROM \"{}\"", info.name), &info.name).await?;
-        let rows = b.first().map(|b| b.column(0).as_primitive::<Int64Type>().value(0)).unwrap_or(0);
-        table.add_row(vec![info.name, rows.to_string(), info.version.to_string(), info.partition_by.join(", ")]);
+        let b = engine::run_sql(
+            &ctx,
+            &format!("SELECT count(*) FROM \"{}\"", info.name),
+            &info.name,
+        )
+        .await?;
+        let rows = b
+            .first()
+            .map(|b| b.column(0).as_primitive::<Int64Type>().value(0))
+            .unwrap_or(0);
+        table.add_row(vec![
+            info.name,
+            rows.to_string(),
+            info.version.to_string(),
+            info.partition_by.join(", "),
+        ]);
     }
     println!("{table}");
     Ok(ExitCode::SUCCESS)

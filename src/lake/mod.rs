@@ -22,13 +22,13 @@ pub enum LakeError {
     Root { root: String, reason: String },
     #[error("table {table}: batch does not match schemas/{table}.json: {reason}")]
     SchemaMismatch { table: String, reason: String },
-    #[error("table {table}: {source}")]
+    #[error("table {table}")]
     Delta {
         table: String,
         #[source]
         source: deltalake::DeltaTableError,
     },
-    #[error("listing the lake at {root}: {source}")]
+    #[error("listing the lake at {root}")]
     List {
         root: String,
         #[source]
@@ -55,7 +55,10 @@ pub struct Lake {
 impl Lake {
     /// Open (and for a local path, create) the lake at `root`.
     pub fn open(root: &str) -> LakeResult<Lake> {
-        let err = |reason: String| LakeError::Root { root: root.to_string(), reason };
+        let err = |reason: String| LakeError::Root {
+            root: root.to_string(),
+            reason,
+        };
         let url = match Url::parse(root) {
             Ok(u) if u.scheme().len() > 1 => u,
             _ => {
@@ -77,14 +80,29 @@ impl Lake {
     }
 
     pub fn table_url(&self, name: &str) -> Url {
-        self.root.join(&format!("{name}/")).expect("table name is a valid url segment")
+        self.root
+            .join(&format!("{name}/"))
+            .expect("table name is a valid url segment")
+    }
+
+    /// For a local lake, the table's folder (delta-rs wants it to exist).
+    fn local_dir(&self, name: &str) -> Option<std::path::PathBuf> {
+        (self.root.scheme() == "file")
+            .then(|| self.table_url(name).to_file_path().ok())
+            .flatten()
     }
 
     /// The table at its latest version, or `None` if it was never written.
     pub async fn table(&self, name: &str) -> LakeResult<Option<DeltaTable>> {
+        if self.local_dir(name).is_some_and(|d| !d.exists()) {
+            return Ok(None);
+        }
         let t = DeltaTable::try_from_url(self.table_url(name))
             .await
-            .map_err(|source| LakeError::Delta { table: name.to_string(), source })?;
+            .map_err(|source| LakeError::Delta {
+                table: name.to_string(),
+                source,
+            })?;
         Ok(t.version().map(|_| t))
     }
 
@@ -117,8 +135,19 @@ impl Lake {
         if batches.iter().all(|b| b.num_rows() == 0) && mode == SaveMode::Append {
             return Ok(());
         }
-        let delta = |source| LakeError::Delta { table: name.to_string(), source };
-        let table = DeltaTable::try_from_url(self.table_url(name)).await.map_err(delta)?;
+        let delta = |source| LakeError::Delta {
+            table: name.to_string(),
+            source,
+        };
+        if let Some(dir) = self.local_dir(name) {
+            std::fs::create_dir_all(&dir).map_err(|e| LakeError::Root {
+                root: dir.display().to_string(),
+                reason: e.to_string(),
+            })?;
+        }
+        let table = DeltaTable::try_from_url(self.table_url(name))
+            .await
+            .map_err(delta)?;
         let batches = if batches.is_empty() {
             vec![RecordBatch::new_empty(schema.schema.clone())]
         } else {
@@ -135,18 +164,31 @@ impl Lake {
 
     /// Delete the rows matching a SQL `predicate`, as one new version.
     pub async fn delete_where(&self, name: &str, predicate: &str) -> LakeResult<()> {
-        let delta = |source| LakeError::Delta { table: name.to_string(), source };
+        let delta = |source| LakeError::Delta {
+            table: name.to_string(),
+            source,
+        };
         if let Some(table) = self.table(name).await? {
-            table.delete().with_predicate(predicate.to_string()).await.map_err(delta)?;
+            table
+                .delete()
+                .with_predicate(predicate.to_string())
+                .await
+                .map_err(delta)?;
         }
         Ok(())
     }
 
     /// Every table under the root, sorted by name.
     pub async fn tables(&self) -> LakeResult<Vec<TableInfo>> {
-        let list_err = |source| LakeError::List { root: self.root.to_string(), source };
+        let list_err = |source| LakeError::List {
+            root: self.root.to_string(),
+            source,
+        };
         let (store, prefix) = object_store::parse_url(&self.root).map_err(list_err)?;
-        let listing = store.list_with_delimiter(Some(&prefix)).await.map_err(list_err)?;
+        let listing = store
+            .list_with_delimiter(Some(&prefix))
+            .await
+            .map_err(list_err)?;
         let mut names: Vec<String> = listing
             .common_prefixes
             .iter()
@@ -156,7 +198,10 @@ impl Lake {
         let mut out = Vec::new();
         for name in names {
             if let Some(t) = self.table(&name).await? {
-                let snapshot = t.snapshot().map_err(|source| LakeError::Delta { table: name.clone(), source })?;
+                let snapshot = t.snapshot().map_err(|source| LakeError::Delta {
+                    table: name.clone(),
+                    source,
+                })?;
                 out.push(TableInfo {
                     name,
                     version: t.version().unwrap_or(0),

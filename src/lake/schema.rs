@@ -33,7 +33,10 @@ pub struct TableSchema {
 
 const FILES: &[(&str, &str)] = &[
     ("evals", include_str!("../../schemas/evals.json")),
-    ("trajectories", include_str!("../../schemas/trajectories.json")),
+    (
+        "trajectories",
+        include_str!("../../schemas/trajectories.json"),
+    ),
     ("messages", include_str!("../../schemas/messages.json")),
     ("turns", include_str!("../../schemas/turns.json")),
     ("questions", include_str!("../../schemas/questions.json")),
@@ -47,7 +50,10 @@ pub fn table_schema(name: &str) -> Result<TableSchema, LakeError> {
         .iter()
         .find(|(n, _)| *n == name)
         .ok_or_else(|| LakeError::UnknownTable(name.to_string()))?;
-    parse(text).map_err(|reason| LakeError::Schema { table: name.to_string(), reason })
+    parse(text).map_err(|reason| LakeError::Schema {
+        table: name.to_string(),
+        reason,
+    })
 }
 
 fn parse(text: &str) -> Result<TableSchema, String> {
@@ -100,8 +106,14 @@ mod tests {
 
     #[test]
     fn bad_schema_is_an_error() {
-        assert!(parse(r#"{"table":"x","fields":[{"name":"a","type":"uuid","nullable":true}]}"#).is_err());
+        assert!(
+            parse(r#"{"table":"x","fields":[{"name":"a","type":"uuid","nullable":true}]}"#)
+                .is_err()
+        );
         assert!(parse(r#"{"table":"x","partition_by":["b"],"fields":[{"name":"a","type":"utf8","nullable":true}]}"#).is_err());
-        assert!(matches!(table_schema("nope"), Err(LakeError::UnknownTable(_))));
+        assert!(matches!(
+            table_schema("nope"),
+            Err(LakeError::UnknownTable(_))
+        ));
     }
 }

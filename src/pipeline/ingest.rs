@@ -15,7 +15,9 @@ use std::path::PathBuf;
 
 use crate::engine::{self, EngineError};
 use crate::lake::{Lake, LakeError};
-use crate::source::rows::{self, EvalRow, JudgmentRow, MessageRow, QuestionRow, RejectRow, TrajectoryRow, TurnRow};
+use crate::source::rows::{
+    self, EvalRow, JudgmentRow, MessageRow, QuestionRow, RejectRow, TrajectoryRow, TurnRow,
+};
 use crate::source::{albedo, mini_coder, mswea, Record};
 
 /// Flush buffered rows once this many trajectories or message bytes wait.
@@ -79,18 +81,34 @@ async fn known(lake: &Lake) -> Result<Known, IngestError> {
             .flat_map(|b| {
                 let c = cast(b.column(i), &DataType::Utf8).expect("string column");
                 let s = c.as_string::<i32>().clone();
-                (0..s.len()).map(move |j| s.value(j).to_string()).collect::<Vec<_>>()
+                (0..s.len())
+                    .map(move |j| s.value(j).to_string())
+                    .collect::<Vec<_>>()
             })
             .collect()
     };
     let tables: HashSet<String> = lake.tables().await?.into_iter().map(|t| t.name).collect();
-    let mut k = Known { trajectories: HashSet::new(), runs: HashMap::new(), rejects: HashSet::new() };
+    let mut k = Known {
+        trajectories: HashSet::new(),
+        runs: HashMap::new(),
+        rejects: HashSet::new(),
+    };
     if tables.contains("trajectories") {
-        let b = engine::run_sql(&ctx, "SELECT traj_id FROM trajectories", "loading trajectory ids").await?;
+        let b = engine::run_sql(
+            &ctx,
+            "SELECT traj_id FROM trajectories",
+            "loading trajectory ids",
+        )
+        .await?;
         k.trajectories = column(&b, 0).into_iter().collect();
     }
     if tables.contains("evals") {
-        let b = engine::run_sql(&ctx, "SELECT eval_run_id, run_sha FROM evals", "loading eval runs").await?;
+        let b = engine::run_sql(
+            &ctx,
+            "SELECT eval_run_id, run_sha FROM evals",
+            "loading eval runs",
+        )
+        .await?;
         k.runs = column(&b, 0).into_iter().zip(column(&b, 1)).collect();
     }
     if tables.contains("rejects") {
@@ -128,7 +146,13 @@ fn read_all(
         }
         InputKind::MiniCoder => {
             let files = crate::source::collect_files(&paths, mini_coder::wants)?;
-            let bar = progress_bar(files.iter().filter_map(|f| std::fs::metadata(f).ok()).map(|m| m.len()).sum());
+            let bar = progress_bar(
+                files
+                    .iter()
+                    .filter_map(|f| std::fs::metadata(f).ok())
+                    .map(|m| m.len())
+                    .sum(),
+            );
             for f in files {
                 mini_coder::read_file(&f, &|n| bar.inc(n), &mut emit)?;
             }
@@ -136,7 +160,13 @@ fn read_all(
         }
         InputKind::Mswea => {
             let files = crate::source::collect_files(&paths, mswea::wants)?;
-            let bar = progress_bar(files.iter().filter_map(|f| std::fs::metadata(f).ok()).map(|m| m.len()).sum());
+            let bar = progress_bar(
+                files
+                    .iter()
+                    .filter_map(|f| std::fs::metadata(f).ok())
+                    .map(|m| m.len())
+                    .sum(),
+            );
             for f in files {
                 mswea::read_file(&f, &mut emit)?;
                 bar.inc(std::fs::metadata(&f).map(|m| m.len()).unwrap_or(0));
@@ -167,21 +197,31 @@ impl Buffer {
     async fn flush(&mut self, lake: &Lake) -> Result<(), LakeError> {
         let b = std::mem::take(self);
         if !b.evals.is_empty() {
-            lake.append("evals", vec![rows::evals_batch(&b.evals)?]).await?;
+            lake.append("evals", vec![rows::evals_batch(&b.evals)?])
+                .await?;
         }
         if !b.trajectories.is_empty() {
-            lake.append("trajectories", vec![rows::trajectories_batch(&b.trajectories)?]).await?;
-            lake.append("messages", vec![rows::messages_batch(&b.messages)?]).await?;
-            lake.append("turns", vec![rows::turns_batch(&b.turns)?]).await?;
+            lake.append(
+                "trajectories",
+                vec![rows::trajectories_batch(&b.trajectories)?],
+            )
+            .await?;
+            lake.append("messages", vec![rows::messages_batch(&b.messages)?])
+                .await?;
+            lake.append("turns", vec![rows::turns_batch(&b.turns)?])
+                .await?;
         }
         if !b.questions.is_empty() {
-            lake.append("questions", vec![rows::questions_batch(&b.questions)?]).await?;
+            lake.append("questions", vec![rows::questions_batch(&b.questions)?])
+                .await?;
         }
         if !b.judgments.is_empty() {
-            lake.append("judgments", vec![rows::judgments_batch(&b.judgments)?]).await?;
+            lake.append("judgments", vec![rows::judgments_batch(&b.judgments)?])
+                .await?;
         }
         if !b.rejects.is_empty() {
-            lake.append("rejects", vec![rows::rejects_batch(&b.rejects)?]).await?;
+            lake.append("rejects", vec![rows::rejects_batch(&b.rejects)?])
+                .await?;
         }
         Ok(())
     }
@@ -191,17 +231,25 @@ impl Buffer {
 async fn delete_run(lake: &Lake, eval_run_id: &str) -> Result<(), LakeError> {
     let id = eval_run_id.replace('\'', "''");
     for table in ["evals", "trajectories", "questions", "judgments"] {
-        lake.delete_where(table, &format!("eval_run_id = '{id}'")).await?;
+        lake.delete_where(table, &format!("eval_run_id = '{id}'"))
+            .await?;
     }
-    let prefix = albedo::traj_id(&id, "", "").trim_end_matches('/').to_string();
+    let prefix = albedo::traj_id(&id, "", "")
+        .trim_end_matches('/')
+        .to_string();
     for table in ["messages", "turns"] {
-        lake.delete_where(table, &format!("starts_with(traj_id, '{prefix}/')")).await?;
+        lake.delete_where(table, &format!("starts_with(traj_id, '{prefix}/')"))
+            .await?;
     }
     Ok(())
 }
 
 /// Ingest `paths` of `kind` into `lake`.
-pub async fn ingest(lake: &Lake, kind: InputKind, paths: Vec<PathBuf>) -> Result<IngestReport, IngestError> {
+pub async fn ingest(
+    lake: &Lake,
+    kind: InputKind,
+    paths: Vec<PathBuf>,
+) -> Result<IngestReport, IngestError> {
     let mut known = known(lake).await?;
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Record>(64);
     let runs = known.runs.clone();
@@ -214,7 +262,9 @@ pub async fn ingest(lake: &Lake, kind: InputKind, paths: Vec<PathBuf>) -> Result
             Record::Unit(unit) => {
                 report.read += 1;
                 let before = report.trajectories;
-                let had_run_rows = !unit.evals.is_empty() || !unit.questions.is_empty() || !unit.judgments.is_empty();
+                let had_run_rows = !unit.evals.is_empty()
+                    || !unit.questions.is_empty()
+                    || !unit.judgments.is_empty();
                 for t in unit.trajectories {
                     if !known.trajectories.insert(t.trajectory.traj_id.clone()) {
                         continue;
@@ -252,7 +302,9 @@ pub async fn ingest(lake: &Lake, kind: InputKind, paths: Vec<PathBuf>) -> Result
                 delete_run(lake, &id).await?;
                 let prefix = format!("{}/", albedo::traj_id(&id, "", "").trim_end_matches('/'));
                 known.trajectories.retain(|t| !t.starts_with(&prefix));
-                report.notes.push(format!("eval run {id} changed since it was ingested: its rows were replaced"));
+                report.notes.push(format!(
+                    "eval run {id} changed since it was ingested: its rows were replaced"
+                ));
             }
             Record::Note(n) => report.notes.push(n),
         }

@@ -7,7 +7,9 @@ use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
-use super::json::{opt_bool, opt_f64, opt_i64, opt_str, parse_record, req_array, req_str, FieldError, FieldResult};
+use super::json::{
+    opt_bool, opt_f64, opt_i64, opt_str, parse_record, req_array, req_str, FieldError, FieldResult,
+};
 use super::rows::{EvalRow, JudgmentRow, QuestionRow};
 use super::{derive, lines, reject, RawMessage, RawTrajectory, Record, Unit};
 use crate::turn::parse_citations;
@@ -56,7 +58,9 @@ pub fn run_folders(paths: &[PathBuf]) -> std::io::Result<Vec<PathBuf>> {
 }
 
 fn is_run(dir: &Path) -> bool {
-    [VERDICT, GENERATED, SCORING].iter().any(|f| dir.join(f).is_file())
+    [VERDICT, GENERATED, SCORING]
+        .iter()
+        .any(|f| dir.join(f).is_file())
 }
 
 /// Total bytes a run folder holds (for progress).
@@ -94,15 +98,23 @@ pub fn read_run(
     let verdict_file = load(dir, VERDICT)?;
     let generated = load(dir, GENERATED)?;
     let scoring = load(dir, SCORING)?;
-    let folder_id = dir.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+    let folder_id = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
 
     let mut h = Sha256::new();
     for a in [&verdict_file, &generated, &scoring] {
         h.update(a.as_ref().map(|a| a.sha.as_str()).unwrap_or("-"));
     }
     let run_sha = hex::encode(h.finalize());
-    let record_count = |a: &Option<Artifact>| a.as_ref().map(|a| lines(&a.bytes).count() as u64).unwrap_or(0);
-    let n_records = verdict_file.is_some() as u64 + record_count(&generated) + record_count(&scoring);
+    let record_count = |a: &Option<Artifact>| {
+        a.as_ref()
+            .map(|a| lines(&a.bytes).count() as u64)
+            .unwrap_or(0)
+    };
+    let n_records =
+        verdict_file.is_some() as u64 + record_count(&generated) + record_count(&scoring);
 
     // verdict.json: one record; the run id falls back to the folder name.
     let verdict: Result<Option<Value>, String> = match &verdict_file {
@@ -132,13 +144,21 @@ pub fn read_run(
         }
     };
     if verdict_file.is_none() {
-        emit(Record::Note(format!("{}: no {VERDICT}; hashes cannot be verified", dir.display())));
+        emit(Record::Note(format!(
+            "{}: no {VERDICT}; hashes cannot be verified",
+            dir.display()
+        )));
     }
 
     // Hash verification: a mismatch rejects every record of the run.
     let recorded = |key: &str| -> (Option<String>, Option<i64>) {
-        let meta = verdict.as_ref().and_then(|v| v.get("artifact_metadata")).and_then(|m| m.get(key));
-        let sha = meta.and_then(|m| opt_str(m, "sha256")).map(|s| s.trim_start_matches("sha256:").to_string());
+        let meta = verdict
+            .as_ref()
+            .and_then(|v| v.get("artifact_metadata"))
+            .and_then(|m| m.get(key));
+        let sha = meta
+            .and_then(|m| opt_str(m, "sha256"))
+            .map(|s| s.trim_start_matches("sha256:").to_string());
         (sha, meta.and_then(|m| opt_i64(m, "size_bytes")))
     };
     let (gen_sha, gen_size) = recorded("generated_samples");
@@ -156,15 +176,32 @@ pub fn read_run(
         }
     }
     if opts.verify && !mismatches.is_empty() {
-        let reason = format!("{} (use --no-verify to ingest anyway)", mismatches.join("; "));
+        let reason = format!(
+            "{} (use --no-verify to ingest anyway)",
+            mismatches.join("; ")
+        );
         emit(Record::Note(reason.clone()));
         for a in [&generated, &scoring].into_iter().flatten() {
             for (line, bytes) in lines(&a.bytes) {
-                emit(reject(SOURCE, &a.path, Some(line), Some("sha256"), reason.clone(), bytes));
+                emit(reject(
+                    SOURCE,
+                    &a.path,
+                    Some(line),
+                    Some("sha256"),
+                    reason.clone(),
+                    bytes,
+                ));
             }
         }
         if let (Some(v), Some(_)) = (&verdict_file, &verdict) {
-            emit(reject(SOURCE, &v.path, None, Some("sha256"), reason, &v.bytes));
+            emit(reject(
+                SOURCE,
+                &v.path,
+                None,
+                Some("sha256"),
+                reason,
+                &v.bytes,
+            ));
         }
         return Ok(());
     }
@@ -188,12 +225,18 @@ pub fn read_run(
             generated_samples_size: gen_size,
             scoring_results_sha256: sco_sha.clone(),
             scoring_results_size: sco_size,
-            hashes_verified: opts.verify && gen_sha.is_some() && sco_sha.is_some() && mismatches.is_empty(),
+            hashes_verified: opts.verify
+                && gen_sha.is_some()
+                && sco_sha.is_some()
+                && mismatches.is_empty(),
             run_sha: run_sha.clone(),
             input_path: dir.display().to_string(),
         };
         if verdict_file.is_some() {
-            emit(Record::Unit(Unit { evals: vec![eval], ..Default::default() }));
+            emit(Record::Unit(Unit {
+                evals: vec![eval],
+                ..Default::default()
+            }));
         } else {
             // No verdict record was read: the evals row rides with the first sample.
             pending_eval = Some(eval);
@@ -205,12 +248,27 @@ pub fn read_run(
     let mut scoring_order = Vec::new();
     if let Some(a) = &scoring {
         for (line, bytes) in lines(&a.bytes) {
-            let parsed = parse_record(bytes).and_then(|v| req_str(&v, "sample_id", "").map(|id| (id, v)));
+            let parsed =
+                parse_record(bytes).and_then(|v| req_str(&v, "sample_id", "").map(|id| (id, v)));
             match parsed {
-                Err(e) => emit(reject(SOURCE, &a.path, Some(line), Some(&e.field).filter(|f| !f.is_empty()).map(|s| s.as_str()), e.reason, bytes)),
+                Err(e) => emit(reject(
+                    SOURCE,
+                    &a.path,
+                    Some(line),
+                    Some(&e.field).filter(|f| !f.is_empty()).map(|s| s.as_str()),
+                    e.reason,
+                    bytes,
+                )),
                 Ok((id, _)) if scores.contains_key(&id) => {
                     let first = scores[&id].0;
-                    emit(reject(SOURCE, &a.path, Some(line), Some("sample_id"), format!("duplicate sample_id {id:?} (first at line {first})"), bytes));
+                    emit(reject(
+                        SOURCE,
+                        &a.path,
+                        Some(line),
+                        Some("sample_id"),
+                        format!("duplicate sample_id {id:?} (first at line {first})"),
+                        bytes,
+                    ));
                 }
                 Ok((id, v)) => {
                     scoring_order.push(id.clone());
@@ -236,19 +294,43 @@ pub fn read_run(
                 }
             };
             if let Some(first) = seen_samples.get(&sample_id) {
-                emit(reject(SOURCE, &a.path, Some(line), Some("sample_id"), format!("duplicate sample_id {sample_id:?} (first at line {first})"), bytes));
+                emit(reject(
+                    SOURCE,
+                    &a.path,
+                    Some(line),
+                    Some("sample_id"),
+                    format!("duplicate sample_id {sample_id:?} (first at line {first})"),
+                    bytes,
+                ));
                 continue;
             }
             seen_samples.insert(sample_id.clone(), line);
-            match sides(&v, &eval_run_id, &sample_id, scores.get(&sample_id).map(|(_, s, _)| s), &a.path, line) {
+            match sides(
+                &v,
+                &eval_run_id,
+                &sample_id,
+                scores.get(&sample_id).map(|(_, s, _)| s),
+                &a.path,
+                line,
+            ) {
                 Ok(trajectories) => {
-                    let mut unit = Unit { trajectories: trajectories.iter().map(derive).collect(), ..Default::default() };
+                    let mut unit = Unit {
+                        trajectories: trajectories.iter().map(derive).collect(),
+                        ..Default::default()
+                    };
                     if let Some(e) = pending_eval.take() {
                         unit.evals.push(e);
                     }
                     emit(Record::Unit(unit));
                 }
-                Err(e) => emit(reject(SOURCE, &a.path, Some(line), Some(&e.field), e.reason, bytes)),
+                Err(e) => emit(reject(
+                    SOURCE,
+                    &a.path,
+                    Some(line),
+                    Some(&e.field),
+                    e.reason,
+                    bytes,
+                )),
             }
         }
     }
@@ -261,8 +343,19 @@ pub fn read_run(
                 missing += 1;
             }
             match judged(v, &eval_run_id, id) {
-                Ok((questions, judgments)) => emit(Record::Unit(Unit { questions, judgments, ..Default::default() })),
-                Err(e) => emit(reject(SOURCE, &a.path, Some(*line), Some(&e.field), e.reason, raw)),
+                Ok((questions, judgments)) => emit(Record::Unit(Unit {
+                    questions,
+                    judgments,
+                    ..Default::default()
+                })),
+                Err(e) => emit(reject(
+                    SOURCE,
+                    &a.path,
+                    Some(*line),
+                    Some(&e.field),
+                    e.reason,
+                    raw,
+                )),
             }
         }
         if missing > 0 {
@@ -272,7 +365,10 @@ pub fn read_run(
             )));
         }
     }
-    let unscored = seen_samples.keys().filter(|id| !scores.contains_key(*id)).count();
+    let unscored = seen_samples
+        .keys()
+        .filter(|id| !scores.contains_key(*id))
+        .count();
     if unscored > 0 {
         emit(Record::Note(format!(
             "{}: {unscored} sample(s) in {GENERATED} have no scoring result; kept with judged = false",
@@ -280,7 +376,10 @@ pub fn read_run(
         )));
     }
     if let Some(e) = pending_eval.take() {
-        emit(Record::Unit(Unit { evals: vec![e], ..Default::default() }));
+        emit(Record::Unit(Unit {
+            evals: vec![e],
+            ..Default::default()
+        }));
     }
     Ok(())
 }
@@ -306,22 +405,33 @@ fn sides(
                     role: req_str(t, "role", &path)?,
                     content: req_str(t, "content", &path)?,
                     score_target: opt_bool(t, "score_target").unwrap_or(false),
-                    environment_observation: opt_bool(t, "environment_observation").unwrap_or(false),
+                    environment_observation: opt_bool(t, "environment_observation")
+                        .unwrap_or(false),
                     ..Default::default()
                 })
             })
             .collect::<FieldResult<Vec<_>>>()?;
-        let judge = scoring.and_then(|s| s.get("judge_results")).and_then(Value::as_array).and_then(|js| {
-            js.iter().find(|j| j.get("side").and_then(Value::as_str) == Some(side))
-        });
-        let error_key = if side == "challenger" { "chal_error" } else { "king_error" };
+        let judge = scoring
+            .and_then(|s| s.get("judge_results"))
+            .and_then(Value::as_array)
+            .and_then(|js| {
+                js.iter()
+                    .find(|j| j.get("side").and_then(Value::as_str) == Some(side))
+            });
+        let error_key = if side == "challenger" {
+            "chal_error"
+        } else {
+            "king_error"
+        };
         out.push(RawTrajectory {
             traj_id: traj_id(eval_run_id, sample_id, side),
             source: SOURCE,
             eval_run_id: Some(eval_run_id.to_string()),
             sample_id: Some(sample_id.to_string()),
             side: Some(side.to_string()),
-            score: scoring.and_then(|s| opt_f64(s, score_key)).or_else(|| judge.and_then(|j| opt_f64(j, "yes_rate"))),
+            score: scoring
+                .and_then(|s| opt_f64(s, score_key))
+                .or_else(|| judge.and_then(|j| opt_f64(j, "yes_rate"))),
             judged: judge.is_some(),
             judge_looped: judge.is_some_and(judge_looped),
             error: opt_str(v, error_key),
@@ -340,7 +450,12 @@ fn judge_looped(j: &Value) -> bool {
     opt_bool(j, "looped").unwrap_or(false)
         || j.get("explanations")
             .and_then(Value::as_object)
-            .is_some_and(|e| e.values().any(|x| x.as_str().is_some_and(|s| s.starts_with("Trajectory is looped"))))
+            .is_some_and(|e| {
+                e.values().any(|x| {
+                    x.as_str()
+                        .is_some_and(|s| s.starts_with("Trajectory is looped"))
+                })
+            })
 }
 
 fn answer(v: &Value) -> Option<i32> {
@@ -353,8 +468,14 @@ fn answer(v: &Value) -> Option<i32> {
 }
 
 /// The checklist and every side's answers for one scored sample.
-fn judged(v: &Value, eval_run_id: &str, sample_id: &str) -> FieldResult<(Vec<QuestionRow>, Vec<JudgmentRow>)> {
-    let phase = v.get("question_source").and_then(|q| opt_str(q, "sample_phase"));
+fn judged(
+    v: &Value,
+    eval_run_id: &str,
+    sample_id: &str,
+) -> FieldResult<(Vec<QuestionRow>, Vec<JudgmentRow>)> {
+    let phase = v
+        .get("question_source")
+        .and_then(|q| opt_str(q, "sample_phase"));
     let questions = req_array(v, "questions", "")?
         .iter()
         .enumerate()
@@ -381,7 +502,10 @@ fn judged(v: &Value, eval_run_id: &str, sample_id: &str) -> FieldResult<(Vec<Que
         let path = format!("judge_results[{i}].");
         let side = req_str(j, "side", &path)?;
         if !SIDES.iter().any(|(s, _, _)| *s == side) {
-            return Err(FieldError::new(format!("{path}side"), format!("unknown side {side:?}")));
+            return Err(FieldError::new(
+                format!("{path}side"),
+                format!("unknown side {side:?}"),
+            ));
         }
         let answers = j.get("answers").and_then(Value::as_object);
         let explanations = j.get("explanations").and_then(Value::as_object);
@@ -398,7 +522,10 @@ fn judged(v: &Value, eval_run_id: &str, sample_id: &str) -> FieldResult<(Vec<Que
         ids.extend(extra);
         let looped = judge_looped(j);
         for qid in ids {
-            let explanation = explanations.and_then(|e| e.get(&qid)).and_then(Value::as_str).map(str::to_string);
+            let explanation = explanations
+                .and_then(|e| e.get(&qid))
+                .and_then(Value::as_str)
+                .map(str::to_string);
             let ans = answers.and_then(|a| a.get(&qid));
             if ans.is_none() && explanation.is_none() {
                 continue;
@@ -410,7 +537,13 @@ fn judged(v: &Value, eval_run_id: &str, sample_id: &str) -> FieldResult<(Vec<Que
                 side: side.clone(),
                 question_id: qid,
                 answer: ans.and_then(answer),
-                cited_outputs: explanation.as_deref().map(parse_citations).unwrap_or_default().into_iter().map(|n| n as i32).collect(),
+                cited_outputs: explanation
+                    .as_deref()
+                    .map(parse_citations)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|n| n as i32)
+                    .collect(),
                 explanation,
                 judge_model: opt_str(j, "judge_model"),
                 looped,

@@ -83,7 +83,10 @@ fn is_observation_role(role: &str) -> bool {
 
 pub fn derive(raw: &RawTrajectory) -> TrajectoryRows {
     let traj_sha = messages_sha(&raw.messages);
-    let first_own = raw.messages.iter().position(|m| m.score_target || m.environment_observation);
+    let first_own = raw
+        .messages
+        .iter()
+        .position(|m| m.score_target || m.environment_observation);
     let mut messages = Vec::with_capacity(raw.messages.len());
     let mut chain = Sha256::new();
     let mut turn_shas = Vec::new();
@@ -118,17 +121,40 @@ pub fn derive(raw: &RawTrajectory) -> TrajectoryRows {
     let marker = raw.submit_marker.as_deref();
     let mut turns = Vec::new();
     let mut candidate = 0;
-    for (idx, m) in raw.messages.iter().enumerate().filter(|(_, m)| m.role == "assistant") {
+    for (idx, m) in raw
+        .messages
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.role == "assistant")
+    {
         let blocks: Vec<String> = if m.actions.is_empty() {
-            let text = if m.content.trim().is_empty() { m.reasoning_content.as_deref().unwrap_or("") } else { &m.content };
-            extract_bash_blocks(text).into_iter().map(str::to_string).collect()
+            let text = if m.content.trim().is_empty() {
+                m.reasoning_content.as_deref().unwrap_or("")
+            } else {
+                &m.content
+            };
+            extract_bash_blocks(text)
+                .into_iter()
+                .map(str::to_string)
+                .collect()
         } else {
             m.actions.clone()
         };
         let command = blocks.first().cloned();
-        let kind = command.as_deref().map(|c| classify_command(c, marker)).unwrap_or(CmdKind::Other);
-        let next = raw.messages.get(idx + 1).filter(|n| is_observation_role(&n.role));
-        let outcome = next.map(|n| observation_outcome(obs_format.unwrap_or(crate::turn::ObsFormat::OpenHands), &n.content));
+        let kind = command
+            .as_deref()
+            .map(|c| classify_command(c, marker))
+            .unwrap_or(CmdKind::Other);
+        let next = raw
+            .messages
+            .get(idx + 1)
+            .filter(|n| is_observation_role(&n.role));
+        let outcome = next.map(|n| {
+            observation_outcome(
+                obs_format.unwrap_or(crate::turn::ObsFormat::OpenHands),
+                &n.content,
+            )
+        });
         let candidate_n = if m.score_target {
             candidate += 1;
             Some(candidate)
@@ -156,7 +182,13 @@ pub fn derive(raw: &RawTrajectory) -> TrajectoryRows {
     let repeats = {
         let commands: Vec<Option<&str>> = turns
             .iter()
-            .map(|t| if t.is_submit { None } else { t.command.as_deref() })
+            .map(|t| {
+                if t.is_submit {
+                    None
+                } else {
+                    t.command.as_deref()
+                }
+            })
             .collect();
         repeat_flags(&commands)
     };
@@ -172,7 +204,11 @@ pub fn derive(raw: &RawTrajectory) -> TrajectoryRows {
             .filter(|t| !t.is_submit && (!scored_only || t.candidate_n.is_some()))
             .filter_map(|t| t.command.as_deref()),
     );
-    let n_scored = if scored_only { candidate } else { turns.len() as i32 };
+    let n_scored = if scored_only {
+        candidate
+    } else {
+        turns.len() as i32
+    };
     let trajectory = TrajectoryRow {
         traj_id: raw.traj_id.clone(),
         source: raw.source.to_string(),
@@ -197,7 +233,11 @@ pub fn derive(raw: &RawTrajectory) -> TrajectoryRows {
         input_file: raw.input_file.clone(),
         input_row: raw.input_row,
     };
-    TrajectoryRows { trajectory, messages, turns }
+    TrajectoryRows {
+        trajectory,
+        messages,
+        turns,
+    }
 }
 
 #[cfg(test)]
@@ -205,12 +245,20 @@ mod tests {
     use super::*;
 
     fn msg(role: &str, content: &str) -> RawMessage {
-        RawMessage { role: role.into(), content: content.into(), ..Default::default() }
+        RawMessage {
+            role: role.into(),
+            content: content.into(),
+            ..Default::default()
+        }
     }
 
     #[test]
     fn turns_numbering_observations_and_repeats() {
-        let mut raw = RawTrajectory { traj_id: "x".into(), source: "mswea", ..Default::default() };
+        let mut raw = RawTrajectory {
+            traj_id: "x".into(),
+            source: "mswea",
+            ..Default::default()
+        };
         raw.messages = vec![
             msg("system", "sys"),
             msg("user", "task"),
@@ -241,7 +289,11 @@ mod tests {
 
     #[test]
     fn scored_turns_are_numbered_per_side() {
-        let mut raw = RawTrajectory { traj_id: "s".into(), source: "albedo", ..Default::default() };
+        let mut raw = RawTrajectory {
+            traj_id: "s".into(),
+            source: "albedo",
+            ..Default::default()
+        };
         let own = |role: &str, c: &str, st: bool, eo: bool| RawMessage {
             score_target: st,
             environment_observation: eo,
@@ -253,7 +305,12 @@ mod tests {
             msg("assistant", "```bash\nls\n```"),
             msg("user", "a\n[The command completed with exit code 0.]"),
             own("assistant", "```bash\ncat -n a\n```", true, false),
-            own("user", "x\n[The command completed with exit code 2.]", false, true),
+            own(
+                "user",
+                "x\n[The command completed with exit code 2.]",
+                false,
+                true,
+            ),
             own("assistant", "```bash\ncat -n a\n```", true, false),
         ];
         let rows = derive(&raw);

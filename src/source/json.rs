@@ -12,7 +12,10 @@ pub struct FieldError {
 
 impl FieldError {
     pub fn new(field: impl Into<String>, reason: impl Into<String>) -> Self {
-        FieldError { field: field.into(), reason: reason.into() }
+        FieldError {
+            field: field.into(),
+            reason: reason.into(),
+        }
     }
 }
 
@@ -32,7 +35,10 @@ fn kind(v: &Value) -> &'static str {
 pub fn req_str(v: &Value, key: &str, path: &str) -> FieldResult<String> {
     match v.get(key) {
         Some(Value::String(s)) => Ok(s.clone()),
-        Some(other) => Err(FieldError::new(format!("{path}{key}"), format!("expected a string, found {}", kind(other)))),
+        Some(other) => Err(FieldError::new(
+            format!("{path}{key}"),
+            format!("expected a string, found {}", kind(other)),
+        )),
         None => Err(FieldError::new(format!("{path}{key}"), "missing")),
     }
 }
@@ -46,11 +52,17 @@ pub fn opt_str(v: &Value, key: &str) -> Option<String> {
 }
 
 pub fn opt_f64(v: &Value, key: &str) -> Option<f64> {
-    v.get(key).and_then(|x| x.as_f64().or_else(|| x.as_str().and_then(|s| s.parse().ok())))
+    v.get(key).and_then(|x| {
+        x.as_f64()
+            .or_else(|| x.as_str().and_then(|s| s.parse().ok()))
+    })
 }
 
 pub fn opt_i64(v: &Value, key: &str) -> Option<i64> {
-    v.get(key).and_then(|x| x.as_i64().or_else(|| x.as_str().and_then(|s| s.parse().ok())))
+    v.get(key).and_then(|x| {
+        x.as_i64()
+            .or_else(|| x.as_str().and_then(|s| s.parse().ok()))
+    })
 }
 
 pub fn opt_bool(v: &Value, key: &str) -> Option<bool> {
@@ -69,18 +81,24 @@ pub fn opt_bool(v: &Value, key: &str) -> Option<bool> {
 pub fn req_array<'a>(v: &'a Value, key: &str, path: &str) -> FieldResult<&'a Vec<Value>> {
     match v.get(key) {
         Some(Value::Array(a)) => Ok(a),
-        Some(other) => Err(FieldError::new(format!("{path}{key}"), format!("expected a list, found {}", kind(other)))),
+        Some(other) => Err(FieldError::new(
+            format!("{path}{key}"),
+            format!("expected a list, found {}", kind(other)),
+        )),
         None => Err(FieldError::new(format!("{path}{key}"), "missing")),
     }
 }
 
 /// Parse one JSON record, naming the problem the way a person fixes it.
 pub fn parse_record(bytes: &[u8]) -> Result<Value, FieldError> {
-    let text = std::str::from_utf8(bytes).map_err(|e| {
-        FieldError::new("", format!("invalid UTF-8 at byte {}", e.valid_up_to()))
-    })?;
+    let text = std::str::from_utf8(bytes)
+        .map_err(|e| FieldError::new("", format!("invalid UTF-8 at byte {}", e.valid_up_to())))?;
     serde_json::from_str(text).map_err(|e| {
-        let what = if e.is_eof() { "truncated JSON" } else { "malformed JSON" };
+        let what = if e.is_eof() {
+            "truncated JSON"
+        } else {
+            "malformed JSON"
+        };
         FieldError::new("", format!("{what}: {e}"))
     })
 }

@@ -22,15 +22,29 @@ pub fn wants(name: &str) -> bool {
     name.ends_with(".parquet") || name.ends_with(".jsonl")
 }
 
-pub fn read_file(path: &Path, progress: &dyn Fn(u64), emit: &mut dyn FnMut(Record)) -> std::io::Result<()> {
+pub fn read_file(
+    path: &Path,
+    progress: &dyn Fn(u64),
+    emit: &mut dyn FnMut(Record),
+) -> std::io::Result<()> {
     if path.extension().is_some_and(|e| e == "parquet") {
         read_parquet(path, progress, emit)
     } else {
         let bytes = std::fs::read(path)?;
         for (line, raw) in lines(&bytes) {
             match parse_record(raw).and_then(|v| from_json(&v, path, line)) {
-                Ok(t) => emit(Record::Unit(Unit { trajectories: vec![derive(&t)], ..Default::default() })),
-                Err(e) => emit(reject(SOURCE, path, Some(line), Some(&e.field).filter(|f| !f.is_empty()).map(|s| s.as_str()), e.reason, raw)),
+                Ok(t) => emit(Record::Unit(Unit {
+                    trajectories: vec![derive(&t)],
+                    ..Default::default()
+                })),
+                Err(e) => emit(reject(
+                    SOURCE,
+                    path,
+                    Some(line),
+                    Some(&e.field).filter(|f| !f.is_empty()).map(|s| s.as_str()),
+                    e.reason,
+                    raw,
+                )),
             }
             progress(raw.len() as u64 + 1);
         }
@@ -38,7 +52,11 @@ pub fn read_file(path: &Path, progress: &dyn Fn(u64), emit: &mut dyn FnMut(Recor
     }
 }
 
-fn read_parquet(path: &Path, progress: &dyn Fn(u64), emit: &mut dyn FnMut(Record)) -> std::io::Result<()> {
+fn read_parquet(
+    path: &Path,
+    progress: &dyn Fn(u64),
+    emit: &mut dyn FnMut(Record),
+) -> std::io::Result<()> {
     let file = std::fs::File::open(path)?;
     let size = file.metadata()?.len();
     let reader = match ParquetRecordBatchReaderBuilder::try_new(file).and_then(|b| {
@@ -47,7 +65,14 @@ fn read_parquet(path: &Path, progress: &dyn Fn(u64), emit: &mut dyn FnMut(Record
     }) {
         Ok(r) => r,
         Err(e) => {
-            emit(reject(SOURCE, path, None, None, format!("unreadable Parquet file: {e}"), &[]));
+            emit(reject(
+                SOURCE,
+                path,
+                None,
+                None,
+                format!("unreadable Parquet file: {e}"),
+                &[],
+            ));
             progress(size);
             return Ok(());
         }
@@ -60,7 +85,14 @@ fn read_parquet(path: &Path, progress: &dyn Fn(u64), emit: &mut dyn FnMut(Record
             Err(e) => {
                 // The rest of the file cannot be decoded: one reject per lost row.
                 for lost in row + 1..=total_rows.max(row + 1) {
-                    emit(reject(SOURCE, path, Some(lost), None, format!("Parquet decode failed: {e}"), &[]));
+                    emit(reject(
+                        SOURCE,
+                        path,
+                        Some(lost),
+                        None,
+                        format!("Parquet decode failed: {e}"),
+                        &[],
+                    ));
                 }
                 break;
             }
@@ -69,8 +101,18 @@ fn read_parquet(path: &Path, progress: &dyn Fn(u64), emit: &mut dyn FnMut(Record
         for (i, parsed) in rows_of(&batch).into_iter().enumerate() {
             let line = row + i as i64 + 1;
             match parsed.and_then(|r| r.into_trajectory(path, line)) {
-                Ok(t) => emit(Record::Unit(Unit { trajectories: vec![derive(&t)], ..Default::default() })),
-                Err((e, raw)) => emit(reject(SOURCE, path, Some(line), Some(&e.field).filter(|f| !f.is_empty()).map(|s| s.as_str()), e.reason, raw.as_bytes())),
+                Ok(t) => emit(Record::Unit(Unit {
+                    trajectories: vec![derive(&t)],
+                    ..Default::default()
+                })),
+                Err((e, raw)) => emit(reject(
+                    SOURCE,
+                    path,
+                    Some(line),
+                    Some(&e.field).filter(|f| !f.is_empty()).map(|s| s.as_str()),
+                    e.reason,
+                    raw.as_bytes(),
+                )),
             }
         }
         row += batch.num_rows() as i64;
@@ -90,15 +132,38 @@ struct Row {
 type RowResult = Result<Row, (FieldError, String)>;
 
 impl Row {
-    fn into_trajectory(self, path: &Path, line: i64) -> Result<RawTrajectory, (FieldError, String)> {
+    fn into_trajectory(
+        self,
+        path: &Path,
+        line: i64,
+    ) -> Result<RawTrajectory, (FieldError, String)> {
         let raw = self.instance_id.clone().unwrap_or_default();
-        let instance_id = self.instance_id.ok_or_else(|| (FieldError::new("instance_id", "missing or null"), raw.clone()))?;
+        let instance_id = self.instance_id.ok_or_else(|| {
+            (
+                FieldError::new("instance_id", "missing or null"),
+                raw.clone(),
+            )
+        })?;
         let messages = self.messages.map_err(|e| (e, raw))?;
-        Ok(trajectory(instance_id, self.model, self.verified, messages, path, line))
+        Ok(trajectory(
+            instance_id,
+            self.model,
+            self.verified,
+            messages,
+            path,
+            line,
+        ))
     }
 }
 
-fn trajectory(instance_id: String, model: Option<String>, verified: Option<bool>, messages: Vec<RawMessage>, path: &Path, line: i64) -> RawTrajectory {
+fn trajectory(
+    instance_id: String,
+    model: Option<String>,
+    verified: Option<bool>,
+    messages: Vec<RawMessage>,
+    path: &Path,
+    line: i64,
+) -> RawTrajectory {
     let sha = super::derive::messages_sha(&messages);
     RawTrajectory {
         traj_id: format!("{SOURCE}/{instance_id}/{}", &sha[..16]),
@@ -118,30 +183,53 @@ fn from_json(v: &Value, path: &Path, line: i64) -> FieldResult<RawTrajectory> {
     let messages = match v.get("messages") {
         Some(Value::String(s)) => messages_from_json_text(s)?,
         Some(Value::Array(a)) => messages_from_values(a)?,
-        Some(_) => return Err(FieldError::new("messages", "expected a list or a JSON string")),
+        Some(_) => {
+            return Err(FieldError::new(
+                "messages",
+                "expected a list or a JSON string",
+            ))
+        }
         None => return Err(FieldError::new("messages", "missing")),
     };
-    Ok(trajectory(instance_id, opt_str(v, "model"), opt_bool(v, "verified"), messages, path, line))
+    Ok(trajectory(
+        instance_id,
+        opt_str(v, "model"),
+        opt_bool(v, "verified"),
+        messages,
+        path,
+        line,
+    ))
 }
 
 fn messages_from_values(list: &[Value]) -> FieldResult<Vec<RawMessage>> {
     if list.is_empty() {
         return Err(FieldError::new("messages", "empty"));
     }
-    list.iter().enumerate().map(|(i, m)| mswea::message(m, &format!("messages[{i}]."))).collect()
+    list.iter()
+        .enumerate()
+        .map(|(i, m)| mswea::message(m, &format!("messages[{i}].")))
+        .collect()
 }
 
 fn messages_from_json_text(text: &str) -> FieldResult<Vec<RawMessage>> {
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Array(a)) => messages_from_values(&a),
-        Ok(_) => Err(FieldError::new("messages", "JSON string does not hold a list")),
-        Err(e) => Err(FieldError::new("messages", format!("malformed JSON string: {e}"))),
+        Ok(_) => Err(FieldError::new(
+            "messages",
+            "JSON string does not hold a list",
+        )),
+        Err(e) => Err(FieldError::new(
+            "messages",
+            format!("malformed JSON string: {e}"),
+        )),
     }
 }
 
 fn string_column(batch: &RecordBatch, name: &str) -> Option<StringArray> {
     let col = batch.column_by_name(name)?;
-    cast(col, &DataType::Utf8).ok().map(|c| c.as_string::<i32>().clone())
+    cast(col, &DataType::Utf8)
+        .ok()
+        .map(|c| c.as_string::<i32>().clone())
 }
 
 /// Every row of a batch, parsed as far as the column types allow.
@@ -154,37 +242,56 @@ fn rows_of(batch: &RecordBatch) -> Vec<RowResult> {
         .and_then(|c| cast(c, &DataType::Boolean).ok())
         .map(|c| c.as_boolean().clone());
     let messages = batch.column_by_name("messages");
-    let get = |a: &Option<StringArray>, i: usize| a.as_ref().filter(|a| a.is_valid(i)).map(|a| a.value(i).to_string());
+    let get = |a: &Option<StringArray>, i: usize| {
+        a.as_ref()
+            .filter(|a| a.is_valid(i))
+            .map(|a| a.value(i).to_string())
+    };
     (0..n)
         .map(|i| {
             let msgs = match messages.map(|c| c.data_type()) {
                 None => Err(FieldError::new("messages", "column missing")),
-                Some(_) if messages.is_some_and(|c| c.is_null(i)) => Err(FieldError::new("messages", "null")),
+                Some(_) if messages.is_some_and(|c| c.is_null(i)) => {
+                    Err(FieldError::new("messages", "null"))
+                }
                 Some(DataType::Utf8) | Some(DataType::LargeUtf8) | Some(DataType::Utf8View) => {
                     let s = cast(messages.unwrap(), &DataType::Utf8).expect("string cast");
                     messages_from_json_text(s.as_string::<i32>().value(i))
                 }
                 Some(DataType::List(_)) => struct_messages(messages.unwrap().as_list::<i32>(), i),
-                Some(DataType::LargeList(_)) => struct_messages(messages.unwrap().as_list::<i64>(), i),
-                Some(other) => Err(FieldError::new("messages", format!("unsupported column type {other}"))),
+                Some(DataType::LargeList(_)) => {
+                    struct_messages(messages.unwrap().as_list::<i64>(), i)
+                }
+                Some(other) => Err(FieldError::new(
+                    "messages",
+                    format!("unsupported column type {other}"),
+                )),
             };
             Ok(Row {
                 instance_id: get(&ids, i),
                 model: get(&models, i),
-                verified: verified.as_ref().filter(|v| v.is_valid(i)).map(|v| v.value(i)),
+                verified: verified
+                    .as_ref()
+                    .filter(|v| v.is_valid(i))
+                    .map(|v| v.value(i)),
                 messages: msgs,
             })
         })
         .collect()
 }
 
-fn struct_messages<O: OffsetSizeTrait>(list: &GenericListArray<O>, i: usize) -> FieldResult<Vec<RawMessage>> {
+fn struct_messages<O: OffsetSizeTrait>(
+    list: &GenericListArray<O>,
+    i: usize,
+) -> FieldResult<Vec<RawMessage>> {
     let values = list.value(i);
     let Some(structs) = values.as_any().downcast_ref::<StructArray>() else {
         return Err(FieldError::new("messages", "list items are not structs"));
     };
     let col = |name: &str| -> FieldResult<StringArray> {
-        let c = structs.column_by_name(name).ok_or_else(|| FieldError::new(format!("messages[].{name}"), "missing"))?;
+        let c = structs
+            .column_by_name(name)
+            .ok_or_else(|| FieldError::new(format!("messages[].{name}"), "missing"))?;
         cast(c, &DataType::Utf8)
             .map(|c| c.as_string::<i32>().clone())
             .map_err(|e| FieldError::new(format!("messages[].{name}"), e.to_string()))
@@ -201,7 +308,11 @@ fn struct_messages<O: OffsetSizeTrait>(list: &GenericListArray<O>, i: usize) -> 
             }
             Ok(RawMessage {
                 role: roles.value(j).to_string(),
-                content: if contents.is_null(j) { String::new() } else { contents.value(j).to_string() },
+                content: if contents.is_null(j) {
+                    String::new()
+                } else {
+                    contents.value(j).to_string()
+                },
                 ..Default::default()
             })
         })

@@ -42,7 +42,14 @@ pub struct Unit {
 }
 
 /// Build a reject row; its id keys re-ingest (same file, line, field: same reject).
-pub fn reject(source: &str, file: &Path, line: Option<i64>, field: Option<&str>, reason: String, raw: &[u8]) -> Record {
+pub fn reject(
+    source: &str,
+    file: &Path,
+    line: Option<i64>,
+    field: Option<&str>,
+    reason: String,
+    raw: &[u8],
+) -> Record {
     let input_file = file.display().to_string();
     let reject_id = derive::sha256_hex(format!("{input_file}\0{line:?}\0{field:?}").as_bytes());
     Record::Reject(RejectRow {
@@ -58,7 +65,10 @@ pub fn reject(source: &str, file: &Path, line: Option<i64>, field: Option<&str>,
 
 /// Files under `paths` (files as given, folders searched recursively) whose
 /// name satisfies `want`, in a stable order.
-pub fn collect_files(paths: &[PathBuf], want: impl Fn(&str) -> bool) -> std::io::Result<Vec<PathBuf>> {
+pub fn collect_files(
+    paths: &[PathBuf],
+    want: impl Fn(&str) -> bool,
+) -> std::io::Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for p in paths {
         if p.is_dir() {
@@ -79,7 +89,10 @@ pub fn collect_files(paths: &[PathBuf], want: impl Fn(&str) -> bool) -> std::io:
         } else if p.exists() {
             out.push(p.clone());
         } else {
-            return Err(std::io::Error::new(std::io::ErrorKind::NotFound, format!("{}: no such file or folder", p.display())));
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!("{}: no such file or folder", p.display()),
+            ));
         }
     }
     Ok(out)

@@ -19,7 +19,10 @@ pub fn wants(name: &str) -> bool {
 pub fn read_file(path: &Path, emit: &mut dyn FnMut(Record)) -> std::io::Result<()> {
     let bytes = std::fs::read(path)?;
     match parse_record(&bytes).and_then(|v| trajectory(&v, path)) {
-        Ok(raw) => emit(Record::Unit(Unit { trajectories: vec![derive(&raw)], ..Default::default() })),
+        Ok(raw) => emit(Record::Unit(Unit {
+            trajectories: vec![derive(&raw)],
+            ..Default::default()
+        })),
         Err(e) => {
             let field = Some(e.field.as_str()).filter(|f| !f.is_empty());
             emit(reject(SOURCE, path, None, field, e.reason, &bytes));
@@ -37,7 +40,12 @@ pub fn trajectory(v: &Value, path: &Path) -> FieldResult<RawTrajectory> {
             Some(_) => return Err(FieldError::new("messages", "expected a list")),
             None => return Err(FieldError::new("messages", "missing")),
         },
-        _ => return Err(FieldError::new("", "expected a JSON object or a list of messages")),
+        _ => {
+            return Err(FieldError::new(
+                "",
+                "expected a JSON object or a list of messages",
+            ))
+        }
     };
     if list.is_empty() {
         return Err(FieldError::new("messages", "empty"));
@@ -51,16 +59,28 @@ pub fn trajectory(v: &Value, path: &Path) -> FieldResult<RawTrajectory> {
     for (i, m) in list.iter().enumerate() {
         let msg = message(m, &format!("messages[{i}]."))?;
         if msg.role == "exit" {
-            exit_status = exit_status.or_else(|| m.pointer("/extra/exit_status").and_then(Value::as_str).map(str::to_string));
+            exit_status = exit_status.or_else(|| {
+                m.pointer("/extra/exit_status")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            });
         }
         if model.is_none() && msg.role == "assistant" {
-            model = m.pointer("/extra/response/model").and_then(Value::as_str).map(str::to_string);
+            model = m
+                .pointer("/extra/response/model")
+                .and_then(Value::as_str)
+                .map(str::to_string);
         }
         messages.push(msg);
     }
     let stem = path
         .file_name()
-        .map(|n| n.to_string_lossy().trim_end_matches(".json").trim_end_matches(".traj").to_string())
+        .map(|n| {
+            n.to_string_lossy()
+                .trim_end_matches(".json")
+                .trim_end_matches(".traj")
+                .to_string()
+        })
         .unwrap_or_default();
     let instance_id = instance.unwrap_or(stem);
     let sha = super::derive::messages_sha(&messages);
@@ -88,16 +108,30 @@ pub fn message(m: &Value, path: &str) -> FieldResult<RawMessage> {
         Some(Value::Null) | None => String::new(),
         Some(Value::Array(parts)) => parts
             .iter()
-            .map(|p| p.get("text").and_then(Value::as_str).or_else(|| p.as_str()).unwrap_or(""))
+            .map(|p| {
+                p.get("text")
+                    .and_then(Value::as_str)
+                    .or_else(|| p.as_str())
+                    .unwrap_or("")
+            })
             .collect::<Vec<_>>()
             .join(""),
-        Some(_) => return Err(FieldError::new(format!("{path}content"), "expected a string")),
+        Some(_) => {
+            return Err(FieldError::new(
+                format!("{path}content"),
+                "expected a string",
+            ))
+        }
     };
     let tool_calls = m.get("tool_calls").filter(|t| !t.is_null());
     let mut actions: Vec<String> = m
         .pointer("/extra/actions")
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|x| x.get("command").and_then(Value::as_str).map(str::to_string)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.get("command").and_then(Value::as_str).map(str::to_string))
+                .collect()
+        })
         .unwrap_or_default();
     if actions.is_empty() {
         if let Some(Value::Array(calls)) = tool_calls {
@@ -108,7 +142,11 @@ pub fn message(m: &Value, path: &str) -> FieldResult<RawMessage> {
                     Some(v) => Some(v.clone()),
                     None => None,
                 };
-                match parsed.as_ref().and_then(|a| a.get("command")).and_then(Value::as_str) {
+                match parsed
+                    .as_ref()
+                    .and_then(|a| a.get("command"))
+                    .and_then(Value::as_str)
+                {
                     Some(cmd) => actions.push(cmd.to_string()),
                     None => {
                         return Err(FieldError::new(

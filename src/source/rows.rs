@@ -2,8 +2,8 @@
 //! batches in the column order of `schemas/*.json`.
 
 use arrow::array::{
-    ArrayRef, BinaryArray, BooleanArray, Float64Array, Int32Array, Int64Array, ListBuilder, Int32Builder,
-    StringArray,
+    ArrayRef, BinaryArray, BooleanArray, Float64Array, Int32Array, Int32Builder, Int64Array,
+    ListBuilder, StringArray,
 };
 use arrow::error::ArrowError;
 use arrow::record_batch::RecordBatch;
@@ -158,9 +158,11 @@ fn of64(v: impl Iterator<Item = Option<f64>>) -> ArrayRef {
 
 fn batch(table: &str, columns: Vec<ArrayRef>) -> Result<RecordBatch, LakeError> {
     let schema = table_schema(table)?;
-    RecordBatch::try_new(schema.schema, columns).map_err(|e: ArrowError| LakeError::SchemaMismatch {
-        table: table.to_string(),
-        reason: e.to_string(),
+    RecordBatch::try_new(schema.schema, columns).map_err(|e: ArrowError| {
+        LakeError::SchemaMismatch {
+            table: table.to_string(),
+            reason: e.to_string(),
+        }
     })
 }
 
@@ -309,7 +311,11 @@ pub fn rejects_batch(r: &[RejectRow]) -> Result<RecordBatch, LakeError> {
             oi64(r.iter().map(|x| x.line)),
             os(r.iter().map(|x| x.field.as_deref())),
             s(r.iter().map(|x| x.reason.as_str())),
-            Arc::new(r.iter().map(|x| Some(x.raw.as_slice())).collect::<BinaryArray>()),
+            Arc::new(
+                r.iter()
+                    .map(|x| Some(x.raw.as_slice()))
+                    .collect::<BinaryArray>(),
+            ),
         ],
     )
 }

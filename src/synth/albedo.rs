@@ -14,7 +14,14 @@ use super::text::{assistant, command, observation, Repo};
 use super::Counts;
 use crate::turn::ObsFormat;
 
-const TAGS: &[&str] = &["verification", "explore", "action", "economy", "continuity", "claims"];
+const TAGS: &[&str] = &[
+    "verification",
+    "explore",
+    "action",
+    "economy",
+    "continuity",
+    "claims",
+];
 const REQUIRES: &[&str] = &["action", "read", "neutral"];
 const CATEGORIES: &[&str] = &["progress", "other", "evidence", "efficiency"];
 const SYSTEM: &str = "You are OpenHands agent, a helpful AI assistant that can interact with a computer to solve tasks.\n\n<ROLE>\nYour primary role is to assist users by executing commands, modifying code, and solving technical problems effectively.\n</ROLE>";
@@ -34,7 +41,10 @@ const NO_PLAIN: &[&str] = &[
     "The longest single CANDIDATE OUTPUT measures 198 words, which exceeds 80.",
     "No modifying command is issued in the scored outputs, so this cannot be verified.",
 ];
-const NO_CITED: &[&str] = &["{c} repeats an earlier read without narrowing it.", "{c} re-runs the same command after its output was already shown."];
+const NO_CITED: &[&str] = &[
+    "{c} repeats an earlier read without narrowing it.",
+    "{c} re-runs the same command after its output was already shown.",
+];
 
 /// The citation text for a set of output numbers, in one of the judge's forms.
 pub fn cite(ns: &[u32]) -> String {
@@ -50,11 +60,21 @@ pub fn cite(ns: &[u32]) -> String {
         (_, 1) => format!("CANDIDATE OUTPUTS {}-{}", runs[0].0, runs[0].1),
         (2, _) => format!("CANDIDATE OUTPUTS {} and {}", ns[0], ns[1]),
         _ if runs.iter().all(|(a, b)| a == b) => {
-            format!("CANDIDATE OUTPUTS {}", ns.iter().map(u32::to_string).collect::<Vec<_>>().join(","))
+            format!(
+                "CANDIDATE OUTPUTS {}",
+                ns.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+            )
         }
         _ => format!(
             "CANDIDATE OUTPUTS {}",
-            runs.iter().map(|(a, b)| if a == b { a.to_string() } else { format!("{a}-{b}") }).collect::<Vec<_>>().join(", ")
+            runs.iter()
+                .map(|(a, b)| if a == b {
+                    a.to_string()
+                } else {
+                    format!("{a}-{b}")
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
     }
 }
@@ -64,7 +84,12 @@ fn citation_groups(rng: &mut Rng, own: &[PlannedTurn]) -> Vec<Vec<u32>> {
     let mut groups = Vec::new();
     let max = own.iter().map(|t| t.credit).max().unwrap_or(0);
     for round in 0..max {
-        let set: Vec<u32> = own.iter().enumerate().filter(|(_, t)| t.credit > round).map(|(i, _)| i as u32 + 1).collect();
+        let set: Vec<u32> = own
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.credit > round)
+            .map(|(i, _)| i as u32 + 1)
+            .collect();
         let mut i = 0;
         while i < set.len() {
             let size = (rng.range(1, 3) as usize).min(set.len() - i);
@@ -112,7 +137,11 @@ fn render_for_judge(turns: &[Value], n_scored: u32) -> String {
 fn chatml(turns: &[Value]) -> String {
     let mut s = String::new();
     for t in turns {
-        s.push_str(&format!("<|im_start|>{}\n{}<|im_end|>\n", t["role"].as_str().unwrap_or(""), t["content"].as_str().unwrap_or("")));
+        s.push_str(&format!(
+            "<|im_start|>{}\n{}<|im_end|>\n",
+            t["role"].as_str().unwrap_or(""),
+            t["content"].as_str().unwrap_or("")
+        ));
     }
     s.push_str("<|im_start|>assistant\n<think>\n");
     s
@@ -135,42 +164,101 @@ pub fn write_run(
     let mut generated = Vec::new();
     let mut scoring = Vec::new();
     let (mut sum_chal, mut sum_king) = (0.0, 0.0);
-    let format = if rng.chance(0.7) { ObsFormat::OpenHands } else { ObsFormat::Returncode };
+    let format = if rng.chance(0.7) {
+        ObsFormat::OpenHands
+    } else {
+        ObsFormat::Returncode
+    };
     let fence = "bash";
     let marker = format!("SUBMIT_TASK_{}", rng.hex(8));
     for s in 0..samples {
         let repo = Repo::new(rng);
         let n_context = rng.range(0, m.cut_max as u64) as u32;
-        let sample_id = format!("synth-traces/data/train-{:05}.parquet:{}:{}", rng.range(0, 59), s, n_context);
-        let context = plan_turns(rng, k, m, &Stretch { n_turns: n_context, own: false, judged: false, looped: false, last_submit: false, ends: false, malformed: true }, &[]);
+        let sample_id = format!(
+            "synth-traces/data/train-{:05}.parquet:{}:{}",
+            rng.range(0, 59),
+            s,
+            n_context
+        );
+        let context = plan_turns(
+            rng,
+            k,
+            m,
+            &Stretch {
+                n_turns: n_context,
+                own: false,
+                judged: false,
+                looped: false,
+                last_submit: false,
+                ends: false,
+                malformed: true,
+            },
+            &[],
+        );
         let mut ctx_turns = vec![
             turn_json("system", SYSTEM, false, false),
             turn_json("user", &format!("<uploaded_files>\n{}\n</uploaded_files>\nFix the failing behaviour described in issue #{}.", repo.root, rng.range(1, 9999)), false, false),
         ];
         let mut last_cmd = String::new();
         for t in &context {
-            let cmd = if t.repeat { last_cmd.clone() } else { command(rng, &repo, t.kind, &marker) };
-            ctx_turns.push(turn_json("assistant", &assistant(rng, t, &cmd, fence), false, false));
-            ctx_turns.push(turn_json("user", &observation(rng, t, &cmd, format), false, false));
+            let cmd = if t.repeat {
+                last_cmd.clone()
+            } else {
+                command(rng, &repo, t.kind, &marker)
+            };
+            ctx_turns.push(turn_json(
+                "assistant",
+                &assistant(rng, t, &cmd, fence),
+                false,
+                false,
+            ));
+            ctx_turns.push(turn_json(
+                "user",
+                &observation(rng, t, &cmd, format),
+                false,
+                false,
+            ));
             last_cmd = cmd;
         }
         let mut sides = Vec::new();
         for side in ["previous_king", "challenger"] {
             let looped = rng.chance(m.looped_side_rate);
             let last_submit = !looped && rng.chance(m.submit_last_rate);
-            let stretch = Stretch { n_turns: m.scored_per_side, own: true, judged: true, looped, last_submit, ends: true, malformed: true };
+            let stretch = Stretch {
+                n_turns: m.scored_per_side,
+                own: true,
+                judged: true,
+                looped,
+                last_submit,
+                ends: true,
+                malformed: true,
+            };
             let own = plan_turns(rng, k, m, &stretch, &context);
             let mut turns = ctx_turns.clone();
             let mut cmd_prev = last_cmd.clone();
             let mut loop_cmd = String::new();
             for t in &own {
-                let cmd = if t.repeat { cmd_prev.clone() } else { command(rng, &repo, t.kind, &marker) };
+                let cmd = if t.repeat {
+                    cmd_prev.clone()
+                } else {
+                    command(rng, &repo, t.kind, &marker)
+                };
                 if loop_cmd.is_empty() {
                     loop_cmd = cmd.clone();
                 }
-                turns.push(turn_json("assistant", &assistant(rng, t, &cmd, fence), true, false));
+                turns.push(turn_json(
+                    "assistant",
+                    &assistant(rng, t, &cmd, fence),
+                    true,
+                    false,
+                ));
                 if t.has_obs {
-                    turns.push(turn_json("user", &observation(rng, t, &cmd, format), false, true));
+                    turns.push(turn_json(
+                        "user",
+                        &observation(rng, t, &cmd, format),
+                        false,
+                        true,
+                    ));
                 }
                 cmd_prev = cmd;
             }
@@ -182,8 +270,12 @@ pub fn write_run(
             sides.push((side, looped, own, turns, loop_cmd));
         }
         // The checklist, then each side's answers with citations.
-        let groups: Vec<Vec<Vec<u32>>> = sides.iter().map(|(_, _, own, _, _)| citation_groups(rng, own)).collect();
-        let n_q = (m.questions_min as usize).max(groups.iter().map(Vec::len).max().unwrap_or(0)) + rng.range(0, 3) as usize;
+        let groups: Vec<Vec<Vec<u32>>> = sides
+            .iter()
+            .map(|(_, _, own, _, _)| citation_groups(rng, own))
+            .collect();
+        let n_q = (m.questions_min as usize).max(groups.iter().map(Vec::len).max().unwrap_or(0))
+            + rng.range(0, 3) as usize;
         let questions: Vec<Value> = (1..=n_q)
             .map(|i| {
                 json!({"category": rng.pick(CATEGORIES), "example_bad": "Candidate dumps a whole file without a range.",
@@ -228,7 +320,8 @@ pub fn write_run(
                 explanations.insert(id, json!(text[q]));
             }
             counts.judgments += n_q as u64;
-            let score = (yes.iter().filter(|y| **y).count() as f64 / n_q as f64 * 1e6).round() / 1e6;
+            let score =
+                (yes.iter().filter(|y| **y).count() as f64 / n_q as f64 * 1e6).round() / 1e6;
             scores.push(score);
             let mut jr = Map::new();
             jr.insert("answers".into(), Value::Object(answers));
@@ -281,7 +374,10 @@ pub fn write_run(
                "size_bytes": bytes.len(), "uri": format!("s3://albedo/eval/{eval_run_id}/{name}")})
     };
     let n = samples.max(1) as f64;
-    let (sc, sk) = ((sum_chal / n * 1e6).round() / 1e6, (sum_king / n * 1e6).round() / 1e6);
+    let (sc, sk) = (
+        (sum_chal / n * 1e6).round() / 1e6,
+        (sum_king / n * 1e6).round() / 1e6,
+    );
     let verdict = json!({
         "artifact_metadata": {"generated_samples": meta("generated-samples.jsonl", &generated),
                               "scoring_results": meta("scoring-results.jsonl", &scoring)},
@@ -298,7 +394,10 @@ pub fn write_run(
     });
     std::fs::write(run_dir.join("generated-samples.jsonl"), &generated)?;
     std::fs::write(run_dir.join("scoring-results.jsonl"), &scoring)?;
-    std::fs::write(run_dir.join("verdict.json"), serde_json::to_vec_pretty(&verdict)?)?;
+    std::fs::write(
+        run_dir.join("verdict.json"),
+        serde_json::to_vec_pretty(&verdict)?,
+    )?;
     counts.bytes += (generated.len() + scoring.len()) as u64;
     Ok(eval_run_id)
 }
@@ -310,7 +409,15 @@ mod tests {
 
     #[test]
     fn every_citation_form_parses_back() {
-        let cases: &[&[u32]] = &[&[3], &[1, 2], &[3, 5], &[1, 2, 3, 4, 5, 7, 8], &[3, 4, 5, 6, 7, 8], &[1, 3, 6], &[2, 5, 6]];
+        let cases: &[&[u32]] = &[
+            &[3],
+            &[1, 2],
+            &[3, 5],
+            &[1, 2, 3, 4, 5, 7, 8],
+            &[3, 4, 5, 6, 7, 8],
+            &[1, 3, 6],
+            &[2, 5, 6],
+        ];
         for ns in cases {
             assert_eq!(&parse_citations(&cite(ns)), ns, "{}", cite(ns));
         }

@@ -33,39 +33,98 @@ struct Rendered {
 fn instance_id(rng: &mut Rng, pool: u64, which: u64) -> String {
     let mut r = rng.fork(which % pool.max(1));
     let repo = Repo::new(&mut r);
-    format!("{}.{}.func_pm_remove_cond__{}", repo.root.trim_start_matches("/workspace/").trim_end_matches("__1.0"), r.hex(7), r.hex(4))
+    format!(
+        "{}.{}.func_pm_remove_cond__{}",
+        repo.root
+            .trim_start_matches("/workspace/")
+            .trim_end_matches("__1.0"),
+        r.hex(7),
+        r.hex(4)
+    )
 }
 
-fn render(rng: &mut Rng, p: &Params, k: &KindTable, n_turns: (u32, u32), instance: String, malformed: bool) -> Rendered {
+fn render(
+    rng: &mut Rng,
+    p: &Params,
+    k: &KindTable,
+    n_turns: (u32, u32),
+    instance: String,
+    malformed: bool,
+) -> Rendered {
     let m = &p.model;
     let repo = Repo::new(rng);
     let n = rng.range(n_turns.0 as u64, n_turns.1 as u64) as u32;
     let last_submit = rng.chance(m.mini_submit_rate);
-    let plan = plan_turns(rng, k, m, &Stretch { n_turns: n, own: true, judged: false, looped: false, last_submit, ends: true, malformed }, &[]);
+    let plan = plan_turns(
+        rng,
+        k,
+        m,
+        &Stretch {
+            n_turns: n,
+            own: true,
+            judged: false,
+            looped: false,
+            last_submit,
+            ends: true,
+            malformed,
+        },
+        &[],
+    );
     let mut messages = vec![
         ("system".to_string(), SYSTEM.to_string()),
-        ("user".to_string(), format!("<pr_description>\nFix the bug in {} reported as issue #{}.\n</pr_description>", repo.package, rng.range(1, 9999))),
+        (
+            "user".to_string(),
+            format!(
+                "<pr_description>\nFix the bug in {} reported as issue #{}.\n</pr_description>",
+                repo.package,
+                rng.range(1, 9999)
+            ),
+        ),
     ];
     let mut commands: Vec<String> = Vec::new();
     for t in &plan {
-        let cmd = if t.repeat { commands.last().cloned().unwrap_or_default() } else { command(rng, &repo, t.kind, MARKER) };
+        let cmd = if t.repeat {
+            commands.last().cloned().unwrap_or_default()
+        } else {
+            command(rng, &repo, t.kind, MARKER)
+        };
         messages.push(("assistant".into(), assistant(rng, t, &cmd, "bash")));
         if t.has_obs {
-            messages.push(("user".into(), observation(rng, t, &cmd, ObsFormat::Returncode)));
+            messages.push((
+                "user".into(),
+                observation(rng, t, &cmd, ObsFormat::Returncode),
+            ));
         }
         commands.push(cmd);
     }
-    Rendered { instance_id: instance, messages, plan, commands, repo }
+    Rendered {
+        instance_id: instance,
+        messages,
+        plan,
+        commands,
+        repo,
+    }
 }
 
 fn message_fields() -> Fields {
-    Fields::from(vec![Field::new("role", DataType::Utf8, true), Field::new("content", DataType::Utf8, true)])
+    Fields::from(vec![
+        Field::new("role", DataType::Utf8, true),
+        Field::new("content", DataType::Utf8, true),
+    ])
 }
 
 pub fn shard_schema() -> Arc<Schema> {
     Arc::new(Schema::new(vec![
         Field::new("instance_id", DataType::Utf8, true),
-        Field::new("messages", DataType::List(Arc::new(Field::new("item", DataType::Struct(message_fields()), true))), true),
+        Field::new(
+            "messages",
+            DataType::List(Arc::new(Field::new(
+                "item",
+                DataType::Struct(message_fields()),
+                true,
+            ))),
+            true,
+        ),
         Field::new("patch", DataType::Utf8, true),
         Field::new("model", DataType::Utf8, true),
         Field::new("verified", DataType::Boolean, true),
@@ -73,7 +132,14 @@ pub fn shard_schema() -> Arc<Schema> {
 }
 
 /// Write `n` mini-coder trajectories as Parquet shards under `dir/data/`.
-pub fn write_mini_coder(dir: &Path, rng: &Rng, p: &Params, k: &KindTable, n: u64, counts: &mut Counts) -> std::io::Result<()> {
+pub fn write_mini_coder(
+    dir: &Path,
+    rng: &Rng,
+    p: &Params,
+    k: &KindTable,
+    n: u64,
+    counts: &mut Counts,
+) -> std::io::Result<()> {
     let data = dir.join("data");
     std::fs::create_dir_all(&data)?;
     let shards = n.div_ceil(SHARD_ROWS).max(1);
@@ -87,7 +153,8 @@ pub fn write_mini_coder(dir: &Path, rng: &Rng, p: &Params, k: &KindTable, n: u64
         let props = parquet::file::properties::WriterProperties::builder()
             .set_compression(parquet::basic::Compression::SNAPPY)
             .build();
-        let mut writer = parquet::arrow::ArrowWriter::try_new(file, shard_schema(), Some(props)).map_err(std::io::Error::other)?;
+        let mut writer = parquet::arrow::ArrowWriter::try_new(file, shard_schema(), Some(props))
+            .map_err(std::io::Error::other)?;
         let rows = per_shard.min(n - shard * per_shard);
         let mut done = 0;
         while done < rows {
@@ -100,12 +167,23 @@ pub fn write_mini_coder(dir: &Path, rng: &Rng, p: &Params, k: &KindTable, n: u64
             for _ in 0..take {
                 let which = rng.next_u64();
                 let inst = instance_id(&mut rng, pool, which);
-                let r = render(&mut rng, p, k, (m.mini_turns_min, m.mini_turns_max), inst, true);
+                let r = render(
+                    &mut rng,
+                    p,
+                    k,
+                    (m.mini_turns_min, m.mini_turns_max),
+                    inst,
+                    true,
+                );
                 ids.append_value(&r.instance_id);
                 for (role, content) in &r.messages {
                     let sb = msgs.values();
-                    sb.field_builder::<StringBuilder>(0).unwrap().append_value(role);
-                    sb.field_builder::<StringBuilder>(1).unwrap().append_value(content);
+                    sb.field_builder::<StringBuilder>(0)
+                        .unwrap()
+                        .append_value(role);
+                    sb.field_builder::<StringBuilder>(1)
+                        .unwrap()
+                        .append_value(content);
                     sb.append(true);
                 }
                 msgs.append(true);
@@ -115,7 +193,11 @@ pub fn write_mini_coder(dir: &Path, rng: &Rng, p: &Params, k: &KindTable, n: u64
                 counts.mini_coder_trajectories += 1;
                 counts.mini_coder_turns += r.plan.len() as u64;
                 counts.mini_coder_messages += r.messages.len() as u64;
-                counts.bytes += r.messages.iter().map(|(a, b)| a.len() + b.len()).sum::<usize>() as u64;
+                counts.bytes += r
+                    .messages
+                    .iter()
+                    .map(|(a, b)| a.len() + b.len())
+                    .sum::<usize>() as u64;
             }
             let cols: Vec<ArrayRef> = vec![
                 Arc::new(ids.finish()),
@@ -124,7 +206,8 @@ pub fn write_mini_coder(dir: &Path, rng: &Rng, p: &Params, k: &KindTable, n: u64
                 Arc::new(models.finish()),
                 Arc::new(verified.finish()),
             ];
-            let batch = RecordBatch::try_new(shard_schema(), cols).map_err(std::io::Error::other)?;
+            let batch =
+                RecordBatch::try_new(shard_schema(), cols).map_err(std::io::Error::other)?;
             writer.write(&batch).map_err(std::io::Error::other)?;
             done += take;
         }
@@ -134,19 +217,44 @@ pub fn write_mini_coder(dir: &Path, rng: &Rng, p: &Params, k: &KindTable, n: u64
 }
 
 /// Write `n` mini-swe-agent runs, alternating v1 and v2, under `dir`.
-pub fn write_mswea(dir: &Path, rng: &Rng, p: &Params, k: &KindTable, n: u64, counts: &mut Counts) -> std::io::Result<()> {
+pub fn write_mswea(
+    dir: &Path,
+    rng: &Rng,
+    p: &Params,
+    k: &KindTable,
+    n: u64,
+    counts: &mut Counts,
+) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     let m = &p.model;
     for i in 0..n {
         let mut rng = rng.fork(2_000_000 + i);
         let inst = format!("{}-{}", instance_id(&mut rng, n, i), i);
         // v2 actions are tool calls, which cannot be malformed the way text is.
-        let r = render(&mut rng, p, k, (m.mswea_turns_min, m.mswea_turns_max), inst, i % 2 == 0);
-        let submitted = r.plan.last().is_some_and(|t| t.kind == crate::turn::CmdKind::Submit);
-        let exit_status = if submitted { "Submitted" } else { "LimitsExceeded" };
+        let r = render(
+            &mut rng,
+            p,
+            k,
+            (m.mswea_turns_min, m.mswea_turns_max),
+            inst,
+            i % 2 == 0,
+        );
+        let submitted = r
+            .plan
+            .last()
+            .is_some_and(|t| t.kind == crate::turn::CmdKind::Submit);
+        let exit_status = if submitted {
+            "Submitted"
+        } else {
+            "LimitsExceeded"
+        };
         let submission = "diff --git a/x.py b/x.py\n";
         let doc = if i % 2 == 0 {
-            let messages: Vec<Value> = r.messages.iter().map(|(role, content)| json!({"content": content, "role": role})).collect();
+            let messages: Vec<Value> = r
+                .messages
+                .iter()
+                .map(|(role, content)| json!({"content": content, "role": role}))
+                .collect();
             json!({"info": {"exit_status": exit_status, "submission": submission, "model_stats": {"api_calls": r.plan.len(), "instance_cost": 0.0}},
                    "messages": messages, "trajectory_format": "mini-swe-agent-1"})
         } else {

@@ -80,11 +80,39 @@ pub fn expected_figures(p: &Params) -> Result<Figures, String> {
     let mut tally = Tally::default();
     for _ in 0..EXPECTED_SAMPLES {
         let n_context = rng.range(0, m.cut_max as u64) as u32;
-        let context = plan_turns(&mut rng, &k, m, &Stretch { n_turns: n_context, own: false, judged: false, looped: false, last_submit: false, ends: false, malformed: true }, &[]);
+        let context = plan_turns(
+            &mut rng,
+            &k,
+            m,
+            &Stretch {
+                n_turns: n_context,
+                own: false,
+                judged: false,
+                looped: false,
+                last_submit: false,
+                ends: false,
+                malformed: true,
+            },
+            &[],
+        );
         for _ in 0..2 {
             let looped = rng.chance(m.looped_side_rate);
             let last_submit = !looped && rng.chance(m.submit_last_rate);
-            let own = plan_turns(&mut rng, &k, m, &Stretch { n_turns: m.scored_per_side, own: true, judged: true, looped, last_submit, ends: true, malformed: true }, &context);
+            let own = plan_turns(
+                &mut rng,
+                &k,
+                m,
+                &Stretch {
+                    n_turns: m.scored_per_side,
+                    own: true,
+                    judged: true,
+                    looped,
+                    last_submit,
+                    ends: true,
+                    malformed: true,
+                },
+                &context,
+            );
             let full: Vec<_> = context.iter().chain(own.iter()).cloned().collect();
             tally.add(&full, true, looped);
         }
@@ -93,7 +121,13 @@ pub fn expected_figures(p: &Params) -> Result<Figures, String> {
 }
 
 /// Write a corpus under `out` and return its truth.
-pub fn generate(out: &Path, seed: u64, sizes: Sizes, p: &Params, progress: &dyn Fn(u64)) -> std::io::Result<Truth> {
+pub fn generate(
+    out: &Path,
+    seed: u64,
+    sizes: Sizes,
+    p: &Params,
+    progress: &dyn Fn(u64),
+) -> std::io::Result<Truth> {
     let k = p.kinds().map_err(std::io::Error::other)?;
     let root = Rng::new(seed);
     let mut counts = Counts::default();
@@ -101,12 +135,27 @@ pub fn generate(out: &Path, seed: u64, sizes: Sizes, p: &Params, progress: &dyn 
     let adir = albedo_dir(out);
     for run in 0..sizes.eval_runs {
         let mut rng = root.fork(run as u64);
-        albedo::write_run(&adir, &mut rng, p, &k, sizes.samples_per_run, &mut counts, &mut tally)?;
+        albedo::write_run(
+            &adir,
+            &mut rng,
+            p,
+            &k,
+            sizes.samples_per_run,
+            &mut counts,
+            &mut tally,
+        )?;
         counts.eval_runs += 1;
         progress(1);
     }
     if sizes.mini_coder > 0 {
-        mini::write_mini_coder(&mini_coder_dir(out), &root, p, &k, sizes.mini_coder, &mut counts)?;
+        mini::write_mini_coder(
+            &mini_coder_dir(out),
+            &root,
+            p,
+            &k,
+            sizes.mini_coder,
+            &mut counts,
+        )?;
     }
     if sizes.mswea > 0 {
         mini::write_mswea(&mswea_dir(out), &root, p, &k, sizes.mswea, &mut counts)?;

@@ -74,9 +74,16 @@ impl Params {
 
     pub fn kinds(&self) -> Result<KindTable, String> {
         let get = |m: &BTreeMap<String, f64>, table: &str, k: CmdKind| {
-            m.get(k.as_str()).copied().ok_or_else(|| format!("[{table}] has no entry for {:?}", k.as_str()))
+            m.get(k.as_str())
+                .copied()
+                .ok_or_else(|| format!("[{table}] has no entry for {:?}", k.as_str()))
         };
-        let mut t = KindTable { mix: [0.0; 8], fail: [0.0; 8], earn: [0.0; 8], extra: [0.0; 8] };
+        let mut t = KindTable {
+            mix: [0.0; 8],
+            fail: [0.0; 8],
+            earn: [0.0; 8],
+            extra: [0.0; 8],
+        };
         for (i, k) in KINDS.iter().enumerate() {
             t.mix[i] = get(&self.mix, "mix", *k)?;
             t.fail[i] = get(&self.fail, "fail", *k)?;

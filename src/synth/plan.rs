@@ -64,7 +64,13 @@ pub struct Stretch {
 }
 
 /// Plan `s.n_turns` turns following `prefix`.
-pub fn plan_turns(rng: &mut Rng, k: &KindTable, m: &Model, s: &Stretch, prefix: &[PlannedTurn]) -> Vec<PlannedTurn> {
+pub fn plan_turns(
+    rng: &mut Rng,
+    k: &KindTable,
+    m: &Model,
+    s: &Stretch,
+    prefix: &[PlannedTurn],
+) -> Vec<PlannedTurn> {
     let start = prefix.len() as u32;
     let mut out: Vec<PlannedTurn> = Vec::with_capacity(s.n_turns as usize);
     let mut loop_kind = None;
@@ -80,8 +86,18 @@ pub fn plan_turns(rng: &mut Rng, k: &KindTable, m: &Model, s: &Stretch, prefix: 
             (kind, i > 1, Shape::Normal)
         } else if s.malformed && rng.chance(m.malformed_rate) {
             let kind = KINDS[rng.weighted(&k.mix)];
-            (kind, false, if rng.chance(0.5) { Shape::NoBlock } else { Shape::TwoBlocks })
-        } else if prev.is_some_and(|p| p.shape == Shape::Normal && p.kind != CmdKind::Submit) && rng.chance(m.repeat_rate) {
+            (
+                kind,
+                false,
+                if rng.chance(0.5) {
+                    Shape::NoBlock
+                } else {
+                    Shape::TwoBlocks
+                },
+            )
+        } else if prev.is_some_and(|p| p.shape == Shape::Normal && p.kind != CmdKind::Submit)
+            && rng.chance(m.repeat_rate)
+        {
             (prev.unwrap().kind, true, Shape::Normal)
         } else {
             (KINDS[rng.weighted(&k.mix)], false, Shape::Normal)
@@ -94,11 +110,15 @@ pub fn plan_turns(rng: &mut Rng, k: &KindTable, m: &Model, s: &Stretch, prefix: 
                 _ => true,
             };
         let long_output = has_obs && !failed && rng.chance(m.long_output_rate);
-        let think_unclosed = shape == Shape::Normal && kind != CmdKind::Submit && rng.chance(m.think_unclosed_rate);
+        let think_unclosed =
+            shape == Shape::Normal && kind != CmdKind::Submit && rng.chance(m.think_unclosed_rate);
         let mut credit = 0;
         if s.own && s.judged && !s.looped && shape == Shape::Normal && !think_unclosed {
             if let Some(i) = ki {
-                let p = (k.earn[i] * m.turn_decay.powi(t as i32 - 1) * if prev_failed { m.fail_factor } else { 1.0 }).min(1.0);
+                let p = (k.earn[i]
+                    * m.turn_decay.powi(t as i32 - 1)
+                    * if prev_failed { m.fail_factor } else { 1.0 })
+                .min(1.0);
                 if rng.chance(p) {
                     credit = 1 + rng.poisson(k.extra[i]);
                 }
@@ -204,7 +224,10 @@ impl Tally {
                 }
             }
             if judged && t.scored {
-                self.by_kind.entry(t.label().as_str().to_string()).or_default().add(t);
+                self.by_kind
+                    .entry(t.label().as_str().to_string())
+                    .or_default()
+                    .add(t);
                 self.by_turn.entry(t.t).or_default().add(t);
                 self.scored.add(t);
                 if t.prev_failed {
@@ -217,11 +240,23 @@ impl Tally {
     pub fn figures(&self) -> Figures {
         let total = self.scored.turns;
         Figures {
-            cmd_kind_share: self.kinds.iter().map(|(k, n)| (k.clone(), *n as f64 / self.wellformed.max(1) as f64)).collect(),
+            cmd_kind_share: self
+                .kinds
+                .iter()
+                .map(|(k, n)| (k.clone(), *n as f64 / self.wellformed.max(1) as f64))
+                .collect(),
             failed_obs_share: self.failed as f64 / self.with_obs.max(1) as f64,
             repeat_rate: self.repeats as f64 / self.norep_turns.max(1) as f64,
-            credit_by_kind: self.by_kind.iter().map(|(k, a)| (k.clone(), a.stat(total))).collect(),
-            credit_by_turn: self.by_turn.iter().map(|(k, a)| (*k, a.stat(total))).collect(),
+            credit_by_kind: self
+                .by_kind
+                .iter()
+                .map(|(k, a)| (k.clone(), a.stat(total)))
+                .collect(),
+            credit_by_turn: self
+                .by_turn
+                .iter()
+                .map(|(k, a)| (*k, a.stat(total)))
+                .collect(),
             share_after_failure: self.after_fail.turns as f64 / total.max(1) as f64,
             pct_earning_after_failure: self.after_fail.stat(total).pct_earning,
             pct_earning_baseline: self.scored.stat(total).pct_earning,

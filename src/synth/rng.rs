@@ -70,11 +70,20 @@ impl Rng {
     }
 
     pub fn hex(&mut self, n: usize) -> String {
-        (0..n).map(|_| char::from_digit((self.next_u64() % 16) as u32, 16).unwrap()).collect()
+        (0..n)
+            .map(|_| char::from_digit((self.next_u64() % 16) as u32, 16).unwrap())
+            .collect()
     }
 
     pub fn uuid(&mut self) -> String {
-        format!("{}-{}-{}-{}-{}", self.hex(8), self.hex(4), self.hex(4), self.hex(4), self.hex(12))
+        format!(
+            "{}-{}-{}-{}-{}",
+            self.hex(8),
+            self.hex(4),
+            self.hex(4),
+            self.hex(4),
+            self.hex(12)
+        )
     }
 
     pub fn shuffle<T>(&mut self, items: &mut [T]) {
@@ -91,10 +100,23 @@ mod tests {
 
     #[test]
     fn same_seed_same_stream_and_forks_differ() {
-        let a: Vec<u64> = (0..5).map({ let mut r = Rng::new(7); move |_| r.next_u64() }).collect();
-        let b: Vec<u64> = (0..5).map({ let mut r = Rng::new(7); move |_| r.next_u64() }).collect();
+        let a: Vec<u64> = (0..5)
+            .map({
+                let mut r = Rng::new(7);
+                move |_| r.next_u64()
+            })
+            .collect();
+        let b: Vec<u64> = (0..5)
+            .map({
+                let mut r = Rng::new(7);
+                move |_| r.next_u64()
+            })
+            .collect();
         assert_eq!(a, b);
-        assert_ne!(Rng::new(7).fork(1).next_u64(), Rng::new(7).fork(2).next_u64());
+        assert_ne!(
+            Rng::new(7).fork(1).next_u64(),
+            Rng::new(7).fork(2).next_u64()
+        );
         let mut r = Rng::new(1);
         let mean = (0..20000).map(|_| r.poisson(2.0) as f64).sum::<f64>() / 20000.0;
         assert!((mean - 2.0).abs() < 0.05, "{mean}");

@@ -5,9 +5,24 @@ use super::plan::{PlannedTurn, Shape};
 use super::rng::Rng;
 use crate::turn::{CmdKind, ObsFormat};
 
-const MODULES: &[&str] = &["core", "utils", "parser", "models", "config", "io", "values", "units", "compiler", "render"];
-const FILES: &[&str] = &["base", "helpers", "api", "types", "cache", "session", "reader", "writer", "matrix", "schema"];
-const SYMBOLS: &[&str] = &["compileRegex", "separability_matrix", "__truediv__", "parse_args", "load_config", "Value", "resolve_path", "to_dict", "normalize", "flush"];
+const MODULES: &[&str] = &[
+    "core", "utils", "parser", "models", "config", "io", "values", "units", "compiler", "render",
+];
+const FILES: &[&str] = &[
+    "base", "helpers", "api", "types", "cache", "session", "reader", "writer", "matrix", "schema",
+];
+const SYMBOLS: &[&str] = &[
+    "compileRegex",
+    "separability_matrix",
+    "__truediv__",
+    "parse_args",
+    "load_config",
+    "Value",
+    "resolve_path",
+    "to_dict",
+    "normalize",
+    "flush",
+];
 const THOUGHTS: &[&str] = &[
     "Let me look at how this is implemented before changing anything.",
     "I need to find where the failing behaviour comes from.",
@@ -27,17 +42,42 @@ pub struct Repo {
 
 impl Repo {
     pub fn new(rng: &mut Rng) -> Repo {
-        let owner = rng.pick(&["acme", "duartegroup", "benhoyt", "astro", "pallets", "numfocus"]).to_string();
-        let name = rng.pick(&["autode", "goawk", "sepmod", "flaskish", "tablet", "unitkit"]).to_string();
-        Repo { root: format!("/workspace/{owner}__{name}__1.0"), package: name }
+        let owner = rng
+            .pick(&[
+                "acme",
+                "duartegroup",
+                "benhoyt",
+                "astro",
+                "pallets",
+                "numfocus",
+            ])
+            .to_string();
+        let name = rng
+            .pick(&["autode", "goawk", "sepmod", "flaskish", "tablet", "unitkit"])
+            .to_string();
+        Repo {
+            root: format!("/workspace/{owner}__{name}__1.0"),
+            package: name,
+        }
     }
 
     fn path(&self, rng: &mut Rng) -> String {
-        format!("{}/{}/{}/{}.py", self.root, self.package, rng.pick(MODULES), rng.pick(FILES))
+        format!(
+            "{}/{}/{}/{}.py",
+            self.root,
+            self.package,
+            rng.pick(MODULES),
+            rng.pick(FILES)
+        )
     }
 
     fn rel(&self, rng: &mut Rng) -> String {
-        format!("{}/{}/{}.py", self.package, rng.pick(MODULES), rng.pick(FILES))
+        format!(
+            "{}/{}/{}.py",
+            self.package,
+            rng.pick(MODULES),
+            rng.pick(FILES)
+        )
     }
 }
 
@@ -59,7 +99,12 @@ pub fn command(rng: &mut Rng, repo: &Repo, kind: CmdKind, submit_marker: &str) -
             _ => format!("head -n {b} {}", repo.path(rng)),
         },
         CmdKind::Edit => match rng.range(0, 2) {
-            0 => format!("sed -i 's/{}(/{}_v{a}(/' {}", rng.pick(SYMBOLS), rng.pick(SYMBOLS), repo.path(rng)),
+            0 => format!(
+                "sed -i 's/{}(/{}_v{a}(/' {}",
+                rng.pick(SYMBOLS),
+                rng.pick(SYMBOLS),
+                repo.path(rng)
+            ),
             1 => format!(
                 "cat > {}/reproduce_{a}.py << 'EOF'\nfrom {} import {}\nprint({}({b}))\nEOF",
                 repo.root,
@@ -70,17 +115,43 @@ pub fn command(rng: &mut Rng, repo: &Repo, kind: CmdKind, submit_marker: &str) -
             _ => format!("cd {} && git apply fix_{a}.patch", repo.root),
         },
         CmdKind::GrepR => match rng.range(0, 1) {
-            0 => format!("grep -rn \"{}\" {}/{}", rng.pick(SYMBOLS), repo.root, repo.package),
-            _ => format!("cd {} && grep -R \"{}\" --include=*.py . | head -{b}", repo.root, rng.pick(SYMBOLS)),
+            0 => format!(
+                "grep -rn \"{}\" {}/{}",
+                rng.pick(SYMBOLS),
+                repo.root,
+                repo.package
+            ),
+            _ => format!(
+                "cd {} && grep -R \"{}\" --include=*.py . | head -{b}",
+                repo.root,
+                rng.pick(SYMBOLS)
+            ),
         },
         CmdKind::Python => match rng.range(0, 2) {
-            0 => format!("cd {} && python -m pytest tests/test_{}.py -x -q -k case_{a}", repo.root, rng.pick(FILES)),
+            0 => format!(
+                "cd {} && python -m pytest tests/test_{}.py -x -q -k case_{a}",
+                repo.root,
+                rng.pick(FILES)
+            ),
             1 => format!("python {}/reproduce_{a}.py", repo.root),
-            _ => format!("cd {} && python3 -c \"import {}; print({a})\"", repo.root, repo.package),
+            _ => format!(
+                "cd {} && python3 -c \"import {}; print({a})\"",
+                repo.root, repo.package
+            ),
         },
         CmdKind::FindLs => match rng.range(0, 1) {
-            0 => format!("find {}/{} -name \"*{}*\" -type f -size -{a}k", repo.root, repo.package, rng.pick(FILES)),
-            _ => format!("ls -la {}/{}/{} | head -{b}", repo.root, repo.package, rng.pick(MODULES)),
+            0 => format!(
+                "find {}/{} -name \"*{}*\" -type f -size -{a}k",
+                repo.root,
+                repo.package,
+                rng.pick(FILES)
+            ),
+            _ => format!(
+                "ls -la {}/{}/{} | head -{b}",
+                repo.root,
+                repo.package,
+                rng.pick(MODULES)
+            ),
         },
         CmdKind::Other => match rng.range(0, 2) {
             0 => format!("cd {} && git log --oneline -n {a}", repo.root),
@@ -94,16 +165,30 @@ pub fn command(rng: &mut Rng, repo: &Repo, kind: CmdKind, submit_marker: &str) -
 /// The assistant message for a planned turn running `cmd`.
 pub fn assistant(rng: &mut Rng, turn: &PlannedTurn, cmd: &str, fence: &str) -> String {
     let thought = rng.pick(THOUGHTS);
-    let think = if turn.think_unclosed { "<think>\nI keep weighing the options here.\n" } else { "" };
+    let think = if turn.think_unclosed {
+        "<think>\nI keep weighing the options here.\n"
+    } else {
+        ""
+    };
     match turn.shape {
         Shape::Normal => format!("{think}THOUGHT: {thought}\n\n```{fence}\n{cmd}\n```"),
-        Shape::NoBlock => format!("THOUGHT: {thought} I will run `{}` next.", cmd.lines().next().unwrap_or("")),
-        Shape::TwoBlocks => format!("THOUGHT: {thought}\n\n```{fence}\n{cmd}\n```\n\nand then\n\n```{fence}\nls -la\n```"),
+        Shape::NoBlock => format!(
+            "THOUGHT: {thought} I will run `{}` next.",
+            cmd.lines().next().unwrap_or("")
+        ),
+        Shape::TwoBlocks => format!(
+            "THOUGHT: {thought}\n\n```{fence}\n{cmd}\n```\n\nand then\n\n```{fence}\nls -la\n```"
+        ),
     }
 }
 
 fn body(rng: &mut Rng, kind: CmdKind, cmd: &str, failed: bool) -> (String, i64) {
-    let target = cmd.split_whitespace().last().unwrap_or("x").trim_matches('\'').to_string();
+    let target = cmd
+        .split_whitespace()
+        .last()
+        .unwrap_or("x")
+        .trim_matches('\'')
+        .to_string();
     if failed {
         return match kind {
             CmdKind::Python => (
@@ -116,12 +201,27 @@ fn body(rng: &mut Rng, kind: CmdKind, cmd: &str, failed: bool) -> (String, i64) 
     }
     let text = match kind {
         CmdKind::CatN | CmdKind::SedN => (1..=rng.range(3, 8))
-            .map(|i| format!("{:>6}\t{} = {}", i + rng.range(0, 200), rng.pick(SYMBOLS), rng.range(0, 999)))
+            .map(|i| {
+                format!(
+                    "{:>6}\t{} = {}",
+                    i + rng.range(0, 200),
+                    rng.pick(SYMBOLS),
+                    rng.range(0, 999)
+                )
+            })
             .collect::<Vec<_>>()
             .join("\n"),
-        CmdKind::GrepR => format!("{target}:{}:    def {}(self, other):", rng.range(1, 900), rng.pick(SYMBOLS)),
+        CmdKind::GrepR => format!(
+            "{target}:{}:    def {}(self, other):",
+            rng.range(1, 900),
+            rng.pick(SYMBOLS)
+        ),
         CmdKind::Python => format!("{} passed in 0.{}s", rng.range(1, 40), rng.range(10, 99)),
-        CmdKind::FindLs => format!("{target}/{}.py\n{target}/{}.py", rng.pick(FILES), rng.pick(FILES)),
+        CmdKind::FindLs => format!(
+            "{target}/{}.py\n{target}/{}.py",
+            rng.pick(FILES),
+            rng.pick(FILES)
+        ),
         CmdKind::Edit => String::new(),
         _ => format!("{} {}", rng.range(1, 500), target),
     };
@@ -143,10 +243,17 @@ pub fn observation(rng: &mut Rng, turn: &PlannedTurn, cmd: &str, format: ObsForm
                 "<returncode>{rc}</returncode>\n<warning>\nThe output of your last command was too long.\nPlease try a different command that produces less output.\n</warning><output_head>\n{text}\n</output_head>\n<elided_chars>\n{n} characters elided\n</elided_chars>\n<output_tail>\n{text}\n</output_tail>"
             )
         }
-        ObsFormat::Returncode => format!("<returncode>{rc}</returncode>\n<output>\n{text}\n</output>"),
+        ObsFormat::Returncode => {
+            format!("<returncode>{rc}</returncode>\n<output>\n{text}\n</output>")
+        }
         ObsFormat::SweAgent => format!("OBSERVATION:\n{text}"),
-        ObsFormat::OpenHands if turn.kind == CmdKind::Edit && !turn.failed && cmd.starts_with("cat >") => {
-            format!("File created successfully at: {}", cmd.split_whitespace().nth(2).unwrap_or(""))
+        ObsFormat::OpenHands
+            if turn.kind == CmdKind::Edit && !turn.failed && cmd.starts_with("cat >") =>
+        {
+            format!(
+                "File created successfully at: {}",
+                cmd.split_whitespace().nth(2).unwrap_or("")
+            )
         }
         ObsFormat::OpenHands => {
             format!("{text}\n[The command completed with exit code {rc}.]\n[Command finished with exit code {rc}]")
@@ -158,7 +265,9 @@ pub fn observation(rng: &mut Rng, turn: &PlannedTurn, cmd: &str, format: ObsForm
 mod tests {
     use super::*;
     use crate::synth::params::KINDS;
-    use crate::turn::{classify_command, extract_bash_blocks, detect_obs_format, observation_outcome};
+    use crate::turn::{
+        classify_command, detect_obs_format, extract_bash_blocks, observation_outcome,
+    };
 
     #[test]
     fn rendered_commands_classify_as_planned() {
@@ -166,9 +275,26 @@ mod tests {
         let repo = Repo::new(&mut rng);
         for kind in KINDS.iter().copied().chain([CmdKind::Submit]) {
             for _ in 0..200 {
-                let cmd = command(&mut rng, &repo, kind, "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT");
+                let cmd = command(
+                    &mut rng,
+                    &repo,
+                    kind,
+                    "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT",
+                );
                 assert_eq!(classify_command(&cmd, None), kind, "{cmd}");
-                let turn = PlannedTurn { t: 1, kind, shape: Shape::Normal, think_unclosed: false, repeat: false, has_obs: true, failed: false, long_output: false, scored: true, credit: 0, prev_failed: false };
+                let turn = PlannedTurn {
+                    t: 1,
+                    kind,
+                    shape: Shape::Normal,
+                    think_unclosed: false,
+                    repeat: false,
+                    has_obs: true,
+                    failed: false,
+                    long_output: false,
+                    scored: true,
+                    credit: 0,
+                    prev_failed: false,
+                };
                 let text = assistant(&mut rng, &turn, &cmd, "bash");
                 assert_eq!(extract_bash_blocks(&text), vec![cmd.as_str()]);
             }
@@ -184,7 +310,19 @@ mod tests {
                 for failed in [false, true] {
                     for long_output in [false, true] {
                         let cmd = command(&mut rng, &repo, kind, "");
-                        let turn = PlannedTurn { t: 2, kind, shape: Shape::Normal, think_unclosed: false, repeat: false, has_obs: true, failed, long_output: long_output && !failed, scored: true, credit: 0, prev_failed: false };
+                        let turn = PlannedTurn {
+                            t: 2,
+                            kind,
+                            shape: Shape::Normal,
+                            think_unclosed: false,
+                            repeat: false,
+                            has_obs: true,
+                            failed,
+                            long_output: long_output && !failed,
+                            scored: true,
+                            credit: 0,
+                            prev_failed: false,
+                        };
                         let obs = observation(&mut rng, &turn, &cmd, format);
                         assert_eq!(detect_obs_format(&obs), format, "{obs}");
                         assert_eq!(observation_outcome(format, &obs).failed, failed, "{obs}");

@@ -9,7 +9,8 @@ use regex::Regex;
 use std::sync::LazyLock;
 
 static BLOCK: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?s)```(?:bash|mswea_bash_command)[ \t]*\r?\n(.*?)\r?\n```").expect("bash block regex")
+    Regex::new(r"(?s)```(?:bash|mswea_bash_command)[ \t]*\r?\n(.*?)\r?\n```")
+        .expect("bash block regex")
 });
 
 /// Every fenced bash block in `text`, in order, without the fences.
@@ -28,7 +29,10 @@ mod tests {
     fn table() {
         let cases: &[(&str, &[&str])] = &[
             ("THOUGHT: look\n\n```bash\nls -la\n```", &["ls -la"]),
-            ("I'll check.\n\n```mswea_bash_command\ncat tests/x.py\n```", &["cat tests/x.py"]),
+            (
+                "I'll check.\n\n```mswea_bash_command\ncat tests/x.py\n```",
+                &["cat tests/x.py"],
+            ),
             ("no block here", &[]),
             ("```python\nprint(1)\n```", &[]),
             ("```bash\na\n```\ntext\n```bash\nb\n```", &["a", "b"]),
@@ -37,7 +41,10 @@ mod tests {
             // unterminated fence is not a block
             ("```bash\nls -la\n", &[]),
             // heredoc holding backticks keeps going until the closing fence line
-            ("```bash\ncat > f <<'EOF'\nx\nEOF\n```", &["cat > f <<'EOF'\nx\nEOF"]),
+            (
+                "```bash\ncat > f <<'EOF'\nx\nEOF\n```",
+                &["cat > f <<'EOF'\nx\nEOF"],
+            ),
         ];
         for (input, want) in cases {
             assert_eq!(&extract_bash_blocks(input), want, "input: {input:?}");

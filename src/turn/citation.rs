@@ -16,8 +16,10 @@ const ITEM: &str = r"\d+(?:\s*(?:-|–|through|to)\s*\d+)?";
 const SEP: &str = r"(?:\s*,\s*(?:and\s+)?|\s+and\s+|\s*&\s*)";
 
 static CITATION: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(&format!(r"\b(?:CANDIDATE\s+)?OUTPUTS?\s+({ITEM}(?:{SEP}{ITEM})*)"))
-        .expect("citation regex")
+    Regex::new(&format!(
+        r"\b(?:CANDIDATE\s+)?OUTPUTS?\s+({ITEM}(?:{SEP}{ITEM})*)"
+    ))
+    .expect("citation regex")
 });
 static ITEM_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(\d+)(?:\s*(?:-|–|through|to)\s*(\d+))?").expect("citation item regex")
@@ -28,12 +30,18 @@ pub fn parse_citations(text: &str) -> Vec<u32> {
     let mut out = Vec::new();
     for cap in CITATION.captures_iter(text) {
         for item in ITEM_RE.captures_iter(&cap[1]) {
-            let Ok(start) = item[1].parse::<u32>() else { continue };
+            let Ok(start) = item[1].parse::<u32>() else {
+                continue;
+            };
             let end = item
                 .get(2)
                 .and_then(|m| m.as_str().parse::<u32>().ok())
                 .unwrap_or(start);
-            let (lo, hi) = if start <= end { (start, end) } else { (end, start) };
+            let (lo, hi) = if start <= end {
+                (start, end)
+            } else {
+                (end, start)
+            };
             out.extend(lo..=hi.min(lo.saturating_add(MAX_RANGE_SPAN - 1)));
         }
     }

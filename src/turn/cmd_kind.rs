@@ -78,7 +78,10 @@ pub fn classify_command(command: &str, submit_marker: Option<&str>) -> CmdKind {
         .iter()
         .find(|seg| {
             let words = words_of(seg.first().map(String::as_str).unwrap_or(""));
-            !matches!(program(&words).0, "cd" | "export" | "source" | "." | "set" | "pushd" | "pwd" | "")
+            !matches!(
+                program(&words).0,
+                "cd" | "export" | "source" | "." | "set" | "pushd" | "pwd" | ""
+            )
         })
         .or_else(|| chain.first());
     let Some(stages) = segment else {
@@ -129,7 +132,10 @@ fn program(words: &[String]) -> (&str, &[String]) {
             i += 1;
         } else if w == "timeout" {
             i += 1;
-            while i < words.len() && (words[i].starts_with('-') || words[i].chars().next().is_some_and(|c| c.is_ascii_digit())) {
+            while i < words.len()
+                && (words[i].starts_with('-')
+                    || words[i].chars().next().is_some_and(|c| c.is_ascii_digit()))
+            {
                 i += 1;
             }
         } else {
@@ -142,9 +148,12 @@ fn program(words: &[String]) -> (&str, &[String]) {
 
 /// A short flag given alone (`-n`) or combined (`-rn`), before any `--`.
 fn has_flag(args: &[String], flag: char) -> bool {
-    args.iter()
-        .take_while(|a| a.as_str() != "--")
-        .any(|a| a.starts_with('-') && !a.starts_with("--") && a[1..].chars().all(|c| c.is_ascii_alphanumeric()) && a[1..].contains(flag))
+    args.iter().take_while(|a| a.as_str() != "--").any(|a| {
+        a.starts_with('-')
+            && !a.starts_with("--")
+            && a[1..].chars().all(|c| c.is_ascii_alphanumeric())
+            && a[1..].contains(flag)
+    })
 }
 
 /// An output redirect into a file (not `/dev/null`, not an fd duplication).
@@ -167,7 +176,11 @@ fn writes_file(stage: &str) -> bool {
                     i = j + 1;
                     continue;
                 }
-                let target: String = stage[j..].trim_start().chars().take_while(|c| !c.is_whitespace()).collect();
+                let target: String = stage[j..]
+                    .trim_start()
+                    .chars()
+                    .take_while(|c| !c.is_whitespace())
+                    .collect();
                 if !target.is_empty() && target != "/dev/null" {
                     return true;
                 }
@@ -236,7 +249,11 @@ fn split_chain(line: &str) -> Vec<Vec<String>> {
     chain.push(stages);
     chain
         .into_iter()
-        .map(|s| s.into_iter().map(|x| x.trim().to_string()).collect::<Vec<_>>())
+        .map(|s| {
+            s.into_iter()
+                .map(|x| x.trim().to_string())
+                .collect::<Vec<_>>()
+        })
         .filter(|s: &Vec<String>| s.iter().any(|x| !x.is_empty()))
         .collect()
 }
@@ -308,7 +325,10 @@ mod tests {
             ("find /workspace/x/tests -name \"*value*\" -type f", FindLs),
             ("ls -la", FindLs),
             ("ls -la tests/ 2>/dev/null", FindLs),
-            ("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached", Submit),
+            (
+                "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached",
+                Submit,
+            ),
             ("git status", Other),
             ("pwd && ls", FindLs),
             ("", Other),

@@ -37,13 +37,24 @@ pub fn loop_metrics<'a>(commands: impl IntoIterator<Item = &'a str>) -> LoopMetr
     for c in commands {
         let n = normalize_command(c);
         total += 1;
-        run = if prev.as_ref() == Some(&n) { run + 1 } else { 1 };
+        run = if prev.as_ref() == Some(&n) {
+            run + 1
+        } else {
+            1
+        };
         max_run = max_run.max(run);
         seen.insert(n.clone());
         prev = Some(n);
     }
-    let dup_cmd_ratio = if total == 0 { 0.0 } else { 1.0 - seen.len() as f64 / total as f64 };
-    LoopMetrics { dup_cmd_ratio, max_cmd_run: max_run }
+    let dup_cmd_ratio = if total == 0 {
+        0.0
+    } else {
+        1.0 - seen.len() as f64 / total as f64
+    };
+    LoopMetrics {
+        dup_cmd_ratio,
+        max_cmd_run: max_run,
+    }
 }
 
 /// For each command, whether an identical command came earlier (`None` never repeats).
@@ -74,7 +85,11 @@ mod tests {
         ];
         for (cmds, ratio, run) in cases {
             let m = loop_metrics(cmds.iter().copied());
-            assert!((m.dup_cmd_ratio - ratio).abs() < 1e-12, "{cmds:?}: {}", m.dup_cmd_ratio);
+            assert!(
+                (m.dup_cmd_ratio - ratio).abs() < 1e-12,
+                "{cmds:?}: {}",
+                m.dup_cmd_ratio
+            );
             assert_eq!(m.max_cmd_run, *run, "{cmds:?}");
         }
         assert!(loop_metrics(["a", "b", "b", "b", "b", "b", "b", "c"]).validator_looped());
@@ -83,7 +98,14 @@ mod tests {
 
     #[test]
     fn repeats() {
-        let flags = repeat_flags(&[Some("ls"), None, Some("cat x"), Some(" ls "), None, Some("cat x")]);
+        let flags = repeat_flags(&[
+            Some("ls"),
+            None,
+            Some("cat x"),
+            Some(" ls "),
+            None,
+            Some("cat x"),
+        ]);
         assert_eq!(flags, vec![false, false, false, true, false, true]);
     }
 }

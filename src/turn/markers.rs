@@ -55,14 +55,22 @@ mod tests {
     #[test]
     fn submit_table() {
         let cases = [
-            ("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached", None, true),
+            (
+                "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached",
+                None,
+                true,
+            ),
             ("echo MINI_SWE_AGENT_FINAL_OUTPUT; git diff", None, true),
             ("  echo 'ALBEDO_TASK_DONE_SUBMIT_NOW'", None, true),
             ("echo SUBMIT_TASK_1a2b3c4d && cat patch", None, true),
             ("echo SUBMIT_TASK_1a2b3c4 && cat patch", None, false),
             ("echo FINALIZE_AND_SUBMIT_TASK_OUTPUT", None, true),
             ("printf COMPLETE_TASK_AND_SUBMIT_FINAL_ANSWER", None, true),
-            ("grep -r COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT .", None, false),
+            (
+                "grep -r COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT .",
+                None,
+                false,
+            ),
             ("cat file", None, false),
             ("echo MY_MARKER && git diff", Some("MY_MARKER"), true),
             ("echo OTHER && git diff", Some("MY_MARKER"), false),

@@ -37,11 +37,14 @@ pub struct ObsOutcome {
     pub returncode: Option<i64>,
 }
 
-static RETURNCODE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"<returncode>\s*(-?\d+)\s*</returncode>").expect("returncode regex"));
+static RETURNCODE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"<returncode>\s*(-?\d+)\s*</returncode>").expect("returncode regex")
+});
 static EXIT_TRAILER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"\[(?:The command completed with exit code|Command finished with exit code) (-?\d+)\.?\]")
-        .expect("exit trailer regex")
+    Regex::new(
+        r"\[(?:The command completed with exit code|Command finished with exit code) (-?\d+)\.?\]",
+    )
+    .expect("exit trailer regex")
 });
 static ERROR_TEXT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
@@ -87,10 +90,14 @@ pub fn observation_outcome(format: ObsFormat, text: &str) -> ObsOutcome {
             (_, Some(n)) => n != 0,
             (ObsFormat::Returncode, None) => false,
             (_, None) => {
-                !unwrap(text).starts_with("File created successfully at:") && ERROR_TEXT.is_match(text)
+                !unwrap(text).starts_with("File created successfully at:")
+                    && ERROR_TEXT.is_match(text)
             }
         };
-    ObsOutcome { failed, returncode: code }
+    ObsOutcome {
+        failed,
+        returncode: code,
+    }
 }
 
 #[cfg(test)]
@@ -101,10 +108,19 @@ mod tests {
     #[test]
     fn detect_table() {
         let cases = [
-            ("<returncode>1</returncode>\n<output>\nx\n</output>", Returncode),
-            ("'<returncode>0</returncode>\\n<output>\\n./a.py\\n</output>'", Returncode),
+            (
+                "<returncode>1</returncode>\n<output>\nx\n</output>",
+                Returncode,
+            ),
+            (
+                "'<returncode>0</returncode>\\n<output>\\n./a.py\\n</output>'",
+                Returncode,
+            ),
             ("OBSERVATION:\nfile.py", SweAgent),
-            ("Here's the result of running `cat -n` on /x.py:\n 1\tx", OpenHands),
+            (
+                "Here's the result of running `cat -n` on /x.py:\n 1\tx",
+                OpenHands,
+            ),
             ("tests/test_value.py", OpenHands),
         ];
         for (text, want) in cases {
@@ -130,7 +146,11 @@ mod tests {
         ];
         for (fmt, text, failed, code) in cases {
             let got = observation_outcome(*fmt, text);
-            assert_eq!((got.failed, got.returncode), (*failed, *code), "{fmt:?} {text:?}");
+            assert_eq!(
+                (got.failed, got.returncode),
+                (*failed, *code),
+                "{fmt:?} {text:?}"
+            );
         }
     }
 }

@@ -20,7 +20,12 @@ pub fn shared_samples() -> PathBuf {
 
 /// Run `turnlake --lake LAKE ARGS...`.
 pub fn run(lake: &Path, args: &[&str]) -> Output {
-    bin().arg("--lake").arg(lake).args(args).output().expect("run turnlake")
+    bin()
+        .arg("--lake")
+        .arg(lake)
+        .args(args)
+        .output()
+        .expect("run turnlake")
 }
 
 pub fn stdout(o: &Output) -> String {
@@ -76,8 +81,14 @@ fn csv_rows(text: &str) -> Vec<Vec<String>> {
 /// The "read N = written N + unchanged N + rejected N" counts of an ingest.
 pub fn counts(o: &Output) -> (u64, u64, u64, u64) {
     let out = stdout(o);
-    let line = out.lines().find(|l| l.starts_with("read ")).unwrap_or_else(|| panic!("no counts in {out}\n{}", stderr(o)));
-    let n: Vec<u64> = line.split_whitespace().filter_map(|w| w.parse().ok()).collect();
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("read "))
+        .unwrap_or_else(|| panic!("no counts in {out}\n{}", stderr(o)));
+    let n: Vec<u64> = line
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
     assert!(!line.contains("DOES NOT RECONCILE"), "{line}");
     (n[0], n[1], n[2], n[3])
 }
