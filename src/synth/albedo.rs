@@ -8,7 +8,7 @@ use std::io::Write;
 use std::path::Path;
 
 use super::params::{KindTable, Params};
-use super::plan::{plan_turns, PlannedTurn, Stretch, Tally};
+use super::plan::{plan_sample, PlannedTurn, Tally};
 use super::rng::Rng;
 use super::text::{assistant, command, observation, Repo};
 use super::Counts;
@@ -172,35 +172,21 @@ pub fn write_run(
     let fence = "bash";
     let marker = format!("SUBMIT_TASK_{}", rng.hex(8));
     for s in 0..samples {
+        let plan = plan_sample(rng, k, m);
+        let context = &plan.context;
         let repo = Repo::new(rng);
-        let n_context = rng.range(0, m.cut_max as u64) as u32;
         let sample_id = format!(
             "synth-traces/data/train-{:05}.parquet:{}:{}",
             rng.range(0, 59),
             s,
-            n_context
-        );
-        let context = plan_turns(
-            rng,
-            k,
-            m,
-            &Stretch {
-                n_turns: n_context,
-                own: false,
-                judged: false,
-                looped: false,
-                last_submit: false,
-                ends: false,
-                malformed: true,
-            },
-            &[],
+            context.len()
         );
         let mut ctx_turns = vec![
             turn_json("system", SYSTEM, false, false),
             turn_json("user", &format!("<uploaded_files>\n{}\n</uploaded_files>\nFix the failing behaviour described in issue #{}.", repo.root, rng.range(1, 9999)), false, false),
         ];
         let mut last_cmd = String::new();
-        for t in &context {
+        for t in context {
             let cmd = if t.repeat {
                 last_cmd.clone()
             } else {
@@ -221,19 +207,8 @@ pub fn write_run(
             last_cmd = cmd;
         }
         let mut sides = Vec::new();
-        for side in ["previous_king", "challenger"] {
-            let looped = rng.chance(m.looped_side_rate);
-            let last_submit = !looped && rng.chance(m.submit_last_rate);
-            let stretch = Stretch {
-                n_turns: m.scored_per_side,
-                own: true,
-                judged: true,
-                looped,
-                last_submit,
-                ends: true,
-                malformed: true,
-            };
-            let own = plan_turns(rng, k, m, &stretch, &context);
+        for (i, side) in ["previous_king", "challenger"].into_iter().enumerate() {
+            let (looped, own) = plan.sides[i].clone();
             let mut turns = ctx_turns.clone();
             let mut cmd_prev = last_cmd.clone();
             let mut loop_cmd = String::new();
@@ -262,7 +237,7 @@ pub fn write_run(
                 }
                 cmd_prev = cmd;
             }
-            let full: Vec<PlannedTurn> = context.iter().chain(own.iter()).cloned().collect();
+            let full = plan.full(i);
             tally.add(&full, true, looped);
             counts.sides += 1;
             counts.albedo_turns += full.len() as u64;

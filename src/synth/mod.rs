@@ -14,7 +14,7 @@ use serde::Serialize;
 use std::path::{Path, PathBuf};
 
 pub use params::Params;
-use plan::{plan_turns, Figures, Stretch, Tally};
+use plan::{Figures, Tally};
 use rng::Rng;
 
 /// How much to generate.
@@ -79,42 +79,9 @@ pub fn expected_figures(p: &Params) -> Result<Figures, String> {
     let mut rng = Rng::new(0x5EED);
     let mut tally = Tally::default();
     for _ in 0..EXPECTED_SAMPLES {
-        let n_context = rng.range(0, m.cut_max as u64) as u32;
-        let context = plan_turns(
-            &mut rng,
-            &k,
-            m,
-            &Stretch {
-                n_turns: n_context,
-                own: false,
-                judged: false,
-                looped: false,
-                last_submit: false,
-                ends: false,
-                malformed: true,
-            },
-            &[],
-        );
-        for _ in 0..2 {
-            let looped = rng.chance(m.looped_side_rate);
-            let last_submit = !looped && rng.chance(m.submit_last_rate);
-            let own = plan_turns(
-                &mut rng,
-                &k,
-                m,
-                &Stretch {
-                    n_turns: m.scored_per_side,
-                    own: true,
-                    judged: true,
-                    looped,
-                    last_submit,
-                    ends: true,
-                    malformed: true,
-                },
-                &context,
-            );
-            let full: Vec<_> = context.iter().chain(own.iter()).cloned().collect();
-            tally.add(&full, true, looped);
+        let sample = plan::plan_sample(&mut rng, &k, m);
+        for side in 0..2 {
+            tally.add(&sample.full(side), true, sample.sides[side].0);
         }
     }
     Ok(tally.figures())

@@ -141,6 +141,54 @@ pub fn plan_turns(
     out
 }
 
+/// One Albedo sample: the shared context, then each side's own turns.
+pub struct SamplePlan {
+    pub context: Vec<PlannedTurn>,
+    /// (looped, own turns) for previous_king, then challenger.
+    pub sides: [(bool, Vec<PlannedTurn>); 2],
+}
+
+impl SamplePlan {
+    /// A side's whole trajectory: context then its own turns.
+    pub fn full(&self, side: usize) -> Vec<PlannedTurn> {
+        self.context
+            .iter()
+            .chain(self.sides[side].1.iter())
+            .cloned()
+            .collect()
+    }
+}
+
+pub fn plan_sample(rng: &mut Rng, k: &KindTable, m: &Model) -> SamplePlan {
+    let n_context = rng.range(0, m.cut_max as u64) as u32;
+    let context_stretch = Stretch {
+        n_turns: n_context,
+        own: false,
+        judged: false,
+        looped: false,
+        last_submit: false,
+        ends: false,
+        malformed: true,
+    };
+    let context = plan_turns(rng, k, m, &context_stretch, &[]);
+    let mut side = || {
+        let looped = rng.chance(m.looped_side_rate);
+        let last_submit = !looped && rng.chance(m.submit_last_rate);
+        let own_stretch = Stretch {
+            n_turns: m.scored_per_side,
+            own: true,
+            judged: true,
+            looped,
+            last_submit,
+            ends: true,
+            malformed: true,
+        };
+        (looped, plan_turns(rng, k, m, &own_stretch, &context))
+    };
+    let sides = [side(), side()];
+    SamplePlan { context, sides }
+}
+
 #[derive(Debug, Default, Clone, Copy)]
 struct Acc {
     turns: u64,
