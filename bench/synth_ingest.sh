@@ -2,14 +2,15 @@
 # Benchmark (not a test): generate a synthetic corpus and ingest it, printing
 # wall time, throughput and peak memory per phase.
 # Usage: bench/synth_ingest.sh [EVAL_RUNS] [SAMPLES_PER_RUN] [MINI_CODER] [WORKDIR]
-# The reference scale is 200 100 396382.
+# The reference scale is 200 100 396382. PROFILE=debug reuses the test build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-20}; SAMPLES=${2:-100}; MINI=${3:-20000}; WORK=${4:-$(mktemp -d)}
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/turnlake-target}"
-cargo build --release --quiet
-BIN="$CARGO_TARGET_DIR/release/turnlake"
-rm -rf "$WORK/corpus" "$WORK/lake"
+PROFILE=${PROFILE:-release}
+if [ "$PROFILE" = release ]; then cargo build --release --quiet; else cargo build --quiet; fi
+BIN="$CARGO_TARGET_DIR/$PROFILE/turnlake"
+mkdir -p "$WORK"; rm -rf "$WORK/corpus" "$WORK/lake"
 phase() {
   local name=$1; shift
   local log="$WORK/$name.time"
