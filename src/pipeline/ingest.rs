@@ -122,6 +122,20 @@ fn progress_bar(total: u64) -> indicatif::ProgressBar {
     crate::progress::bytes_bar(total, "ingest")
 }
 
+fn file_len(path: &std::path::Path) -> u64 {
+    std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
+}
+
+/// The input files under `paths` and a bar over their bytes.
+fn files_and_bar(
+    paths: &[PathBuf],
+    wants: fn(&str) -> bool,
+) -> std::io::Result<(Vec<PathBuf>, indicatif::ProgressBar)> {
+    let files = crate::source::collect_files(paths, wants)?;
+    let bar = progress_bar(files.iter().map(|f| file_len(f)).sum());
+    Ok((files, bar))
+}
+
 /// Run the reader for `kind` over `paths`, sending records to `tx`.
 fn read_all(
     kind: InputKind,
@@ -145,31 +159,17 @@ fn read_all(
             bar.finish_and_clear();
         }
         InputKind::MiniCoder => {
-            let files = crate::source::collect_files(&paths, mini_coder::wants)?;
-            let bar = progress_bar(
-                files
-                    .iter()
-                    .filter_map(|f| std::fs::metadata(f).ok())
-                    .map(|m| m.len())
-                    .sum(),
-            );
+            let (files, bar) = files_and_bar(&paths, mini_coder::wants)?;
             for f in files {
                 mini_coder::read_file(&f, &|n| bar.inc(n), &mut emit)?;
             }
             bar.finish_and_clear();
         }
         InputKind::Mswea => {
-            let files = crate::source::collect_files(&paths, mswea::wants)?;
-            let bar = progress_bar(
-                files
-                    .iter()
-                    .filter_map(|f| std::fs::metadata(f).ok())
-                    .map(|m| m.len())
-                    .sum(),
-            );
+            let (files, bar) = files_and_bar(&paths, mswea::wants)?;
             for f in files {
                 mswea::read_file(&f, &mut emit)?;
-                bar.inc(std::fs::metadata(&f).map(|m| m.len()).unwrap_or(0));
+                bar.inc(file_len(&f));
             }
             bar.finish_and_clear();
         }
