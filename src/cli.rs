@@ -34,6 +34,19 @@ pub enum Command {
     Tables,
     /// Write a synthetic corpus in the real input formats, with its planted truth.
     Synth(cmd::synth::SynthArgs),
+    /// Build per-turn credit from the judge's citations (credit_citations, turn_credit, side_credit).
+    Credit(cmd::credit::CreditArgs),
+    /// Report where credit lives: by command kind, turn index, after failures, by tag.
+    Stats(cmd::stats::StatsArgs),
+    /// Build the selection products (sft_credit, escape_duel, escape_mini, finish_mini) through the format gate.
+    Select(cmd::select::SelectArgs),
+    /// Compose sft_mix from the products and report its composition.
+    Mix(cmd::mix::MixArgs),
+    /// Write training files.
+    Export {
+        #[command(subcommand)]
+        what: cmd::export::ExportCommand,
+    },
     /// Run the whole pipeline on a small built-in example.
     Demo(cmd::demo::DemoArgs),
 }
@@ -97,6 +110,11 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Sql(args) => cmd::sql::run(&cli.lake, args).await,
         Command::Tables => cmd::tables::run(&cli.lake).await,
         Command::Synth(args) => cmd::synth::run(args),
+        Command::Credit(args) => cmd::credit::run(&cli.lake, args).await,
+        Command::Stats(args) => cmd::stats::run(&cli.lake, args).await,
+        Command::Select(args) => cmd::select::run(&cli.lake, args).await,
+        Command::Mix(args) => cmd::mix::run(&cli.lake, args).await,
+        Command::Export { what } => cmd::export::run(&cli.lake, what).await,
         Command::Demo(args) => cmd::demo::run(args).await,
     }
 }

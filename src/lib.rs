@@ -6,9 +6,11 @@
 pub mod cli;
 pub mod cmd;
 pub mod engine;
+pub mod export;
 pub mod lake;
 pub mod output;
 pub mod pipeline;
+pub mod plot;
 pub mod progress;
 pub mod source;
 pub mod synth;

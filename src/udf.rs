@@ -12,6 +12,7 @@
 //! | `cited_outputs(text)` | the CANDIDATE OUTPUT numbers a judge explanation cites |
 //! | `obs_format(text)` | RETURNCODE / SWE_AGENT / OPENHANDS of an observation |
 //! | `obs_failed(text)` | whether an observation reports failure (its own format) |
+//! | `normalize_command(command)` | the command with whitespace collapsed, as repeats compare it |
 
 use arrow::array::{
     ArrayRef, AsArray, BooleanArray, Int32Array, Int32Builder, ListBuilder, StringArray,
@@ -129,6 +130,9 @@ fn cited_outputs(a: &StringArray) -> ArrayRef {
     }
     Arc::new(b.finish())
 }
+fn normalize_command(a: &StringArray) -> ArrayRef {
+    map_str(a, |c| Some(turn::loops::normalize_command(c)))
+}
 fn obs_format(a: &StringArray) -> ArrayRef {
     map_str(a, |t| Some(turn::detect_obs_format(t).as_str().to_string()))
 }
@@ -148,6 +152,7 @@ pub fn all() -> Vec<ScalarUDF> {
         TextUdf::new("is_submit", DataType::Boolean, is_submit),
         TextUdf::new("think_unclosed", DataType::Boolean, think_unclosed),
         TextUdf::new("cited_outputs", list, cited_outputs),
+        TextUdf::new("normalize_command", DataType::Utf8, normalize_command),
         TextUdf::new("obs_format", DataType::Utf8, obs_format),
         TextUdf::new("obs_failed", DataType::Boolean, obs_failed),
     ]

@@ -11,6 +11,7 @@ use crate::engine;
 use crate::lake::Lake;
 use crate::output::{write_batches, Format};
 use crate::pipeline::ingest::{ingest, InputKind};
+use crate::pipeline::{credit, stats};
 use crate::synth::{self, Params, Sizes};
 
 #[derive(Debug, Args)]
@@ -93,6 +94,47 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         &engine::run_sql(&ctx, q, "demo query").await?,
         Format::Table,
     )?;
+
+    println!("\n== credit: per-turn credit from the judge's citations");
+    let summary = credit::build(&lake, &credit::CreditConfig::default_config()).await?;
+    println!(
+        "   {} citations ({} invalid, kept with their reason), {} scored turns, {} sides",
+        summary.citations, summary.invalid_citations, summary.turns, summary.sides
+    );
+
+    println!("\n== stats: where credit lives");
+    let report = stats::report(&lake).await?;
+    super::stats::render(
+        std::io::stdout().lock(),
+        &report,
+        super::stats::ReportFormat::Table,
+    )?;
+    super::stats::write_plots(&report, &dir.join("plots"))?;
+
+    println!("\n== select: products through the format gate");
+    let select_config = crate::pipeline::select::SelectConfig::default_config();
+    let summary = crate::pipeline::select::build(&lake, &select_config).await?;
+    super::select::print_summary(&summary);
+
+    println!("\n== mix: sft_mix at the reference shares");
+    let report = crate::pipeline::mix::build(&lake, &select_config.mix).await?;
+    super::mix::print_report(&report);
+
+    println!("\n== export sft");
+    let out = dir.join("sft_mix.jsonl");
+    let rows = crate::export::sft::rows(&lake, "sft_mix").await?;
+    let s = crate::export::sft::write(
+        std::io::BufWriter::new(std::fs::File::create(&out)?),
+        &rows,
+        crate::export::sft::SftFormat::Jsonl,
+    )?;
+    println!(
+        "   {} rows, {} messages, {} train turns -> {}",
+        s.rows,
+        s.messages,
+        s.train_turns,
+        out.display()
+    );
 
     println!(
         "\nlake left at {} (try: turnlake --lake {} sql \"SELECT * FROM trajectories LIMIT 5\")",

@@ -9,6 +9,7 @@ use crate::cli::FormatArg;
 use crate::engine;
 use crate::lake::Lake;
 use crate::output::write_batches;
+use crate::pipeline::sqlstep::statements;
 
 #[derive(Debug, Args)]
 pub struct SqlArgs {
@@ -22,28 +23,6 @@ pub struct SqlArgs {
     /// Write the result here instead of stdout (required for parquet).
     #[arg(long)]
     pub out: Option<PathBuf>,
-}
-
-/// Split SQL text into statements at `;` ending a line (comments and blanks dropped).
-pub fn statements(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    for line in text.lines() {
-        let trimmed = line.trim();
-        if trimmed.starts_with("--") {
-            continue;
-        }
-        cur.push_str(line);
-        cur.push('\n');
-        if trimmed.ends_with(';') {
-            out.push(cur.trim().trim_end_matches(';').to_string());
-            cur.clear();
-        }
-    }
-    if !cur.trim().is_empty() {
-        out.push(cur.trim().to_string());
-    }
-    out
 }
 
 pub async fn run(lake: &str, args: SqlArgs) -> anyhow::Result<ExitCode> {
@@ -82,19 +61,4 @@ pub async fn run(lake: &str, args: SqlArgs) -> anyhow::Result<ExitCode> {
         None => write_batches(std::io::stdout(), &last, args.format.into())?,
     }
     Ok(ExitCode::SUCCESS)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn splits_statements() {
-        let s =
-            statements("-- a comment\nCREATE VIEW v AS\nSELECT 1;\n\nSELECT *\nFROM v;\nSELECT 2");
-        assert_eq!(
-            s,
-            vec!["CREATE VIEW v AS\nSELECT 1", "SELECT *\nFROM v", "SELECT 2"]
-        );
-    }
 }

@@ -6,7 +6,9 @@ mod schema;
 
 pub use schema::{table_schema, TableSchema};
 
+use arrow::array::Array;
 use arrow::record_batch::RecordBatch;
+use deltalake::kernel::transaction::CommitProperties;
 use deltalake::protocol::SaveMode;
 use deltalake::DeltaTable;
 use std::path::Path;
@@ -37,6 +39,36 @@ pub enum LakeError {
 }
 
 pub type LakeResult<T> = Result<T, LakeError>;
+
+/// `batch` in the exact shape of the table's schema file: columns picked by
+/// name and cast to the declared types; a null in a non-nullable column is an error.
+pub fn conform(schema: &TableSchema, batch: &RecordBatch) -> LakeResult<RecordBatch> {
+    let mismatch = |reason: String| LakeError::SchemaMismatch {
+        table: schema.name.clone(),
+        reason,
+    };
+    let mut columns = Vec::with_capacity(schema.schema.fields().len());
+    for field in schema.schema.fields() {
+        let col = batch
+            .column_by_name(field.name())
+            .ok_or_else(|| mismatch(format!("no column {}", field.name())))?;
+        let col = if col.data_type() == field.data_type() {
+            col.clone()
+        } else {
+            arrow::compute::cast(col, field.data_type())
+                .map_err(|e| mismatch(format!("column {}: {e}", field.name())))?
+        };
+        if !field.is_nullable() && col.null_count() > 0 {
+            return Err(mismatch(format!(
+                "column {} holds {} null(s) but is not nullable",
+                field.name(),
+                col.null_count()
+            )));
+        }
+        columns.push(col);
+    }
+    RecordBatch::try_new(schema.schema.clone(), columns).map_err(|e| mismatch(e.to_string()))
+}
 
 /// Facts about one table for `turnlake tables`.
 #[derive(Debug, Clone)]
@@ -106,32 +138,35 @@ impl Lake {
         Ok(t.version().map(|_| t))
     }
 
-    /// Check `batches` against the table's schema file.
-    pub fn check(&self, schema: &TableSchema, batches: &[RecordBatch]) -> LakeResult<()> {
-        for b in batches {
-            if b.schema().fields() != schema.schema.fields() {
-                return Err(LakeError::SchemaMismatch {
-                    table: schema.name.clone(),
-                    reason: format!("got {:?}", b.schema()),
-                });
-            }
-        }
-        Ok(())
-    }
-
     /// Append rows as one new version (creating the table on first write).
     pub async fn append(&self, name: &str, batches: Vec<RecordBatch>) -> LakeResult<()> {
-        self.write(name, batches, SaveMode::Append).await
+        self.write(name, batches, SaveMode::Append, None).await
     }
 
-    /// Replace the table's rows as one new version.
-    pub async fn overwrite(&self, name: &str, batches: Vec<RecordBatch>) -> LakeResult<()> {
-        self.write(name, batches, SaveMode::Overwrite).await
+    /// Replace the table's rows as one new version, recording `provenance`
+    /// (inputs, parameters, SQL) in the commit.
+    pub async fn overwrite(
+        &self,
+        name: &str,
+        batches: Vec<RecordBatch>,
+        provenance: serde_json::Value,
+    ) -> LakeResult<()> {
+        self.write(name, batches, SaveMode::Overwrite, Some(provenance))
+            .await
     }
 
-    async fn write(&self, name: &str, batches: Vec<RecordBatch>, mode: SaveMode) -> LakeResult<()> {
+    async fn write(
+        &self,
+        name: &str,
+        batches: Vec<RecordBatch>,
+        mode: SaveMode,
+        provenance: Option<serde_json::Value>,
+    ) -> LakeResult<()> {
         let schema = table_schema(name)?;
-        self.check(&schema, &batches)?;
+        let batches = batches
+            .iter()
+            .map(|b| conform(&schema, b))
+            .collect::<LakeResult<Vec<_>>>()?;
         if batches.iter().all(|b| b.num_rows() == 0) && mode == SaveMode::Append {
             return Ok(());
         }
@@ -153,12 +188,16 @@ impl Lake {
         } else {
             batches
         };
-        table
+        let mut write = table
             .write(batches)
             .with_save_mode(mode)
-            .with_partition_columns(schema.partition_by.clone())
-            .await
-            .map_err(delta)?;
+            .with_partition_columns(schema.partition_by.clone());
+        if let Some(p) = provenance {
+            write = write.with_commit_properties(
+                CommitProperties::default().with_metadata([("turnlake".to_string(), p)]),
+            );
+        }
+        write.await.map_err(delta)?;
         Ok(())
     }
 

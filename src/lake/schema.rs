@@ -42,18 +42,46 @@ const FILES: &[(&str, &str)] = &[
     ("questions", include_str!("../../schemas/questions.json")),
     ("judgments", include_str!("../../schemas/judgments.json")),
     ("rejects", include_str!("../../schemas/rejects.json")),
+    (
+        "credit_citations",
+        include_str!("../../schemas/credit_citations.json"),
+    ),
+    (
+        "turn_credit",
+        include_str!("../../schemas/turn_credit.json"),
+    ),
+    (
+        "side_credit",
+        include_str!("../../schemas/side_credit.json"),
+    ),
+    (
+        "gate_demotions",
+        include_str!("../../schemas/gate_demotions.json"),
+    ),
+];
+
+/// Tables that share one schema file.
+const SHARED: &[(&str, &str)] = &[
+    ("sft_credit", include_str!("../../schemas/product.json")),
+    ("escape_duel", include_str!("../../schemas/product.json")),
+    ("escape_mini", include_str!("../../schemas/product.json")),
+    ("finish_mini", include_str!("../../schemas/product.json")),
+    ("sft_mix", include_str!("../../schemas/product.json")),
 ];
 
 /// The schema of a named table, from its file.
 pub fn table_schema(name: &str) -> Result<TableSchema, LakeError> {
     let (_, text) = FILES
         .iter()
+        .chain(SHARED)
         .find(|(n, _)| *n == name)
         .ok_or_else(|| LakeError::UnknownTable(name.to_string()))?;
-    parse(text).map_err(|reason| LakeError::Schema {
+    let mut schema = parse(text).map_err(|reason| LakeError::Schema {
         table: name.to_string(),
         reason,
-    })
+    })?;
+    schema.name = name.to_string();
+    Ok(schema)
 }
 
 fn parse(text: &str) -> Result<TableSchema, String> {
@@ -97,7 +125,7 @@ mod tests {
 
     #[test]
     fn every_schema_file_parses() {
-        for (name, _) in FILES {
+        for (name, _) in FILES.iter().chain(SHARED) {
             let s = table_schema(name).unwrap();
             assert_eq!(&s.name, name);
             assert!(!s.schema.fields().is_empty());

@@ -268,6 +268,8 @@ pub fn write_run(
             rng.shuffle(&mut order);
             let mut text = vec![String::new(); n_q];
             let mut yes = vec![false; n_q];
+            let yes_uncited =
+                m.yes_uncited_min + rng.f64() * (m.yes_uncited_max - m.yes_uncited_min);
             if *looped {
                 for q in 0..n_q {
                     text[q] = "Trajectory is looped: the same command repeats across the scored outputs, so every check fails.".into();
@@ -278,7 +280,7 @@ pub fn write_run(
                     text[*q] = rng.pick(YES_CITED).replace("{c}", &cite(g));
                 }
                 for q in order.iter().skip(groups.len()) {
-                    if rng.chance(m.yes_uncited_rate) {
+                    if rng.chance(yes_uncited) {
                         yes[*q] = true;
                         text[*q] = rng.pick(YES_PLAIN).to_string();
                     } else if rng.chance(m.blame_rate) {

@@ -1,0 +1,138 @@
+-- Selection products and the format gate (turnlake select).
+-- Reads: trajectories, turns, turn_credit, judgments.
+-- Registered from the select config (data/select.toml): select_params (one row).
+-- Writes: sft_credit, escape_duel, escape_mini, finish_mini, gate_demotions.
+
+-- Every turn with what came right before it in its trajectory.
+CREATE VIEW turn_ctx AS
+SELECT u.traj_id, u.source, u.t, u.msg_idx, u.command, u.is_repeat, u.is_submit, u.obs_failed,
+       normalize_command(u.command) AS cmd,
+       coalesce(lag(u.obs_failed) OVER (PARTITION BY u.traj_id ORDER BY u.t), false) AS prev_failed,
+       coalesce(lag(u.is_repeat) OVER (PARTITION BY u.traj_id ORDER BY u.t), false) AS prev_repeat,
+       lag(normalize_command(u.command)) OVER (PARTITION BY u.traj_id ORDER BY u.t) AS prev_cmd,
+       lag(normalize_command(u.command), 2) OVER (PARTITION BY u.traj_id ORDER BY u.t) AS prev2_cmd,
+       u.t - 1 - coalesce(max(CASE WHEN NOT coalesce(u.obs_failed, false) THEN u.t END)
+             OVER (PARTITION BY u.traj_id ORDER BY u.t ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS prior_failures,
+       max(u.t) OVER (PARTITION BY u.traj_id) AS last_t
+FROM turns u;
+
+-- Albedo sides and the credit gates (the loop rule: the judge's verdict or the metrics).
+CREATE VIEW side_gates AS
+SELECT s.traj_id, s.sample_id, s.score,
+       NOT (coalesce(j.judge_looped, false)
+            OR s.dup_cmd_ratio >= p.loop_dup_ratio OR s.max_cmd_run >= p.loop_max_run)
+       AND coalesce(s.score, 0.0) >= p.min_score
+       AND s.dup_cmd_ratio <= p.max_dup_cmd_ratio
+       AND s.max_cmd_run <= p.max_cmd_run AS passed
+FROM trajectories s
+CROSS JOIN select_params p
+LEFT JOIN (SELECT traj_id, bool_or(looped) AS judge_looped FROM judgments GROUP BY traj_id) j ON j.traj_id = s.traj_id
+WHERE s.source = 'albedo' AND s.judged;
+
+-- credit: one passing side per sample_id (highest score, then traj_id); its credited,
+-- non-repeated turns train.
+CREATE VIEW cand_credit AS
+SELECT 'credit' AS mix, 'credit/' || g.traj_id AS row_id, g.traj_id, 'albedo' AS source, g.sample_id,
+       CAST(NULL AS VARCHAR) AS instance_id, CAST(NULL AS INT) AS upto_msg, g.score,
+       true AS passed_credit_gates, CAST(NULL AS INT) AS prior_failures, c.t
+FROM (SELECT *, row_number() OVER (PARTITION BY sample_id ORDER BY score DESC, traj_id) AS rk
+      FROM side_gates WHERE passed) g
+JOIN turn_credit c ON c.traj_id = g.traj_id AND c.credit > 0
+JOIN turns u ON u.traj_id = c.traj_id AND u.t = c.t AND NOT u.is_repeat
+WHERE g.rk = 1;
+
+-- escape_duel: a credited turn right after a failed observation or a repeated command;
+-- the prefix up to it is context, only the escape trains.
+CREATE VIEW cand_escape_duel AS
+SELECT 'escape_duel' AS mix, 'escape_duel/' || x.traj_id || '/' || CAST(x.t AS VARCHAR) AS row_id, x.traj_id,
+       'albedo' AS source, g.sample_id, CAST(NULL AS VARCHAR) AS instance_id, x.msg_idx AS upto_msg, g.score,
+       g.passed AS passed_credit_gates, CAST(x.prior_failures AS INT) AS prior_failures, x.t
+FROM turn_ctx x
+JOIN turn_credit c ON c.traj_id = x.traj_id AND c.t = x.t AND c.credit > 0
+JOIN side_gates g ON g.traj_id = x.traj_id
+WHERE (x.prev_failed OR x.prev_repeat) AND NOT x.is_repeat;
+
+-- escape_mini: a command ran twice in a row, then a different one breaks out.
+CREATE VIEW cand_escape_mini AS
+SELECT 'escape_mini' AS mix, 'escape_mini/' || x.traj_id || '/' || CAST(x.t AS VARCHAR) AS row_id, x.traj_id,
+       x.source, CAST(NULL AS VARCHAR) AS sample_id, s.instance_id, x.msg_idx AS upto_msg, CAST(NULL AS DOUBLE) AS score,
+       CAST(NULL AS BOOLEAN) AS passed_credit_gates, CAST(x.prior_failures AS INT) AS prior_failures, x.t
+FROM turn_ctx x
+JOIN trajectories s ON s.traj_id = x.traj_id
+WHERE x.source = 'mini_coder' AND x.prev_cmd = x.prev2_cmd AND x.cmd IS NOT NULL AND x.cmd <> x.prev_cmd;
+
+-- finish_mini: verified runs that end in a submit; non-repeating tail work in
+-- turns t_min..t_max, plus the closing submit, train.
+CREATE VIEW cand_finish_mini AS
+SELECT 'finish_mini' AS mix, 'finish_mini/' || x.traj_id AS row_id, x.traj_id, x.source,
+       CAST(NULL AS VARCHAR) AS sample_id, s.instance_id, CAST(NULL AS INT) AS upto_msg, CAST(NULL AS DOUBLE) AS score,
+       CAST(NULL AS BOOLEAN) AS passed_credit_gates, CAST(NULL AS INT) AS prior_failures, x.t
+FROM turn_ctx x
+JOIN trajectories s ON s.traj_id = x.traj_id AND s.verified
+CROSS JOIN select_params p
+WHERE x.source = 'mini_coder'
+  AND x.traj_id IN (SELECT traj_id FROM turn_ctx WHERE t = last_t AND is_submit)
+  AND ((x.t BETWEEN p.finish_t_min AND p.finish_t_max AND NOT x.is_repeat AND NOT x.is_submit)
+       OR (x.t = x.last_t AND x.is_submit));
+
+CREATE VIEW candidates AS
+SELECT * FROM cand_credit
+UNION ALL SELECT * FROM cand_escape_duel
+UNION ALL SELECT * FROM cand_escape_mini
+UNION ALL SELECT * FROM cand_finish_mini;
+
+-- The format gate: exactly one bash block, no unclosed <think>, no command that
+-- repeats another train turn's command in the same row. A violation is demoted.
+CREATE VIEW gated AS
+SELECT c.*,
+       CASE
+         WHEN u.n_bash_blocks <> 1 THEN 'not exactly one bash block'
+         WHEN u.think_unclosed THEN 'unclosed <think>'
+         WHEN row_number() OVER (PARTITION BY c.row_id, normalize_command(u.command) ORDER BY c.t) > 1
+           THEN 'repeats another train turn''s command'
+       END AS demoted
+FROM candidates c
+JOIN turns u ON u.traj_id = c.traj_id AND u.t = c.t;
+
+CREATE VIEW gated_rows AS
+SELECT row_id, mix, source, traj_id, sample_id, instance_id, upto_msg, score, passed_credit_gates, prior_failures,
+       coalesce(array_sort(array_agg(t) FILTER (WHERE demoted IS NULL)), CAST([] AS INT[])) AS train_turns,
+       CAST(count(*) FILTER (WHERE demoted IS NULL) AS INT) AS n_train,
+       CAST(count(*) FILTER (WHERE demoted IS NOT NULL) AS INT) AS n_demoted
+FROM gated
+GROUP BY row_id, mix, source, traj_id, sample_id, instance_id, upto_msg, score, passed_credit_gates, prior_failures;
+
+-- finish_mini keeps one row per instance and at most `finish_cap` rows, by a seeded hash.
+CREATE VIEW finish_kept AS
+SELECT row_id FROM (
+  SELECT row_id, row_number() OVER (ORDER BY h, row_id) AS rk
+  FROM (
+    SELECT row_id, h, row_number() OVER (PARTITION BY instance_id ORDER BY h, row_id) AS per_instance
+    FROM (SELECT r.row_id, r.instance_id, md5(CAST(p.finish_seed AS VARCHAR) || r.row_id) AS h
+          FROM gated_rows r CROSS JOIN select_params p
+          WHERE r.mix = 'finish_mini' AND r.n_train > 0)
+  ) WHERE per_instance = 1
+) CROSS JOIN select_params p
+WHERE rk <= p.finish_cap;
+
+CREATE VIEW products AS
+SELECT * FROM gated_rows
+WHERE n_train > 0 AND (mix <> 'finish_mini' OR row_id IN (SELECT row_id FROM finish_kept));
+
+CREATE VIEW demotions AS
+SELECT g.mix, g.row_id, g.traj_id, g.t, g.demoted AS reason, r.n_train = 0 AS row_dropped
+FROM gated g JOIN gated_rows r ON r.row_id = g.row_id
+WHERE g.demoted IS NOT NULL;
+
+-- Accounting: every candidate turn is trained, demoted (with reason) or not selected.
+CREATE VIEW candidate_accounting AS
+SELECT g.mix,
+       CASE
+         WHEN g.demoted IS NOT NULL THEN 'demoted: ' || g.demoted
+         WHEN p.row_id IS NOT NULL THEN 'trained'
+         ELSE 'not selected (row over the cap or a second row of its instance)'
+       END AS outcome,
+       count(*) AS turns
+FROM gated g
+LEFT JOIN (SELECT row_id FROM products) p ON p.row_id = g.row_id
+GROUP BY 1, 2;

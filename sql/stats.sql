@@ -1,0 +1,52 @@
+-- Where credit lives (turnlake stats). Reads: turns, turn_credit, credit_citations, judgments.
+
+-- Every turn of every judged trajectory with whether the observation before it failed
+-- (the previous turn may be a context turn), joined to the scored turns' credit.
+CREATE VIEW stats_scored AS
+SELECT s.traj_id, s.t, s.cmd_kind, s.after_failure, c.credit, c.credit > 0 AS earned
+FROM (
+  SELECT traj_id, t, cmd_kind,
+         coalesce(lag(obs_failed) OVER (PARTITION BY traj_id ORDER BY t), false) AS after_failure
+  FROM turns
+  WHERE traj_id IN (SELECT traj_id FROM turn_credit)
+) s
+JOIN turn_credit c ON c.traj_id = s.traj_id AND c.t = s.t;
+
+CREATE VIEW stats_by_kind AS
+SELECT cmd_kind,
+       count(*) AS turns,
+       CAST(count(*) AS DOUBLE) / (SELECT count(*) FROM stats_scored) AS share,
+       avg(credit) AS mean_credit,
+       100.0 * avg(CAST(earned AS DOUBLE)) AS pct_earning
+FROM stats_scored
+GROUP BY cmd_kind;
+
+CREATE VIEW stats_by_turn AS
+SELECT t, count(*) AS turns, avg(credit) AS mean_credit, 100.0 * avg(CAST(earned AS DOUBLE)) AS pct_earning
+FROM stats_scored
+WHERE t BETWEEN 1 AND 16
+GROUP BY t;
+
+CREATE VIEW stats_exposure AS
+SELECT avg(CAST(after_failure AS DOUBLE)) AS share_after_failure,
+       100.0 * avg(CASE WHEN after_failure THEN CAST(earned AS DOUBLE) END) AS pct_earning_after_failure,
+       100.0 * avg(CASE WHEN NOT after_failure THEN CAST(earned AS DOUBLE) END) AS pct_earning_otherwise,
+       100.0 * avg(CAST(earned AS DOUBLE)) AS pct_earning_baseline,
+       1.0 - avg(CASE WHEN after_failure THEN CAST(earned AS DOUBLE) END) / avg(CAST(earned AS DOUBLE)) AS relative_cost
+FROM stats_scored;
+
+CREATE VIEW stats_by_tag AS
+SELECT coalesce(tag, '(none)') AS tag,
+       sum(weight) AS credit,
+       sum(weight) / (SELECT sum(weight) FROM credit_citations WHERE valid AND answer = 1) AS share
+FROM credit_citations
+WHERE valid AND answer = 1
+GROUP BY coalesce(tag, '(none)');
+
+CREATE VIEW stats_citing AS
+SELECT CAST(count(*) FILTER (WHERE cardinality(cited_outputs) > 0) AS DOUBLE) / count(*) AS share_citing,
+       CAST(count(*) FILTER (WHERE answer = 1 AND cardinality(cited_outputs) = 0) AS DOUBLE)
+         / count(*) FILTER (WHERE answer = 1) AS share_yes_uncited,
+       count(*) AS explanations
+FROM judgments
+WHERE traj_id IN (SELECT traj_id FROM turn_credit);

@@ -1,0 +1,67 @@
+//! `turnlake mix [--config FILE]`: compose sft_mix and report its composition.
+
+use anyhow::Context;
+use clap::Args;
+use comfy_table::Table;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use crate::lake::Lake;
+use crate::pipeline::mix::{build, MixReport};
+
+#[derive(Debug, Args)]
+pub struct MixArgs {
+    /// The [mix] section of this select config is used (default: the embedded data/select.toml).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+}
+
+pub fn print_report(r: &MixReport) {
+    let pct = |x: f64| format!("{:.1}", 100.0 * x);
+    let mut t = Table::new();
+    t.set_header(vec![
+        "mix",
+        "available",
+        "rows",
+        "% rows",
+        "train turns",
+        "% train turns",
+        "recovery turns",
+        "avg source score",
+    ]);
+    for m in &r.mixes {
+        t.add_row(vec![
+            m.mix.clone(),
+            r.available.get(&m.mix).copied().unwrap_or(0).to_string(),
+            m.rows.to_string(),
+            pct(m.share_rows),
+            m.train_turns.to_string(),
+            pct(m.share_train),
+            m.recovery_turns.to_string(),
+            m.avg_source_score
+                .map(|s| format!("{s:.3}"))
+                .unwrap_or_else(|| "-".into()),
+        ]);
+    }
+    println!("{t}");
+    let mut t = Table::new();
+    t.set_header(vec!["train turns by command kind", "turns", "%"]);
+    for (k, n, s) in &r.commands {
+        t.add_row(vec![k.clone(), n.to_string(), pct(*s)]);
+    }
+    println!("{t}");
+    let mut t = Table::new();
+    t.set_header(vec!["train turns earning tag", "turns", "%"]);
+    for (k, n, s) in &r.tags {
+        t.add_row(vec![k.clone(), n.to_string(), pct(*s)]);
+    }
+    println!("{t}");
+}
+
+pub async fn run(lake: &str, args: MixArgs) -> anyhow::Result<ExitCode> {
+    let config = super::select::load_config(args.config.as_ref())?;
+    let lake = Lake::open(lake)?;
+    let r = build(&lake, &config.mix).await.context("mix failed")?;
+    print_report(&r);
+    Ok(ExitCode::SUCCESS)
+}

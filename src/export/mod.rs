@@ -1,0 +1,3 @@
+//! Sinks: files other tools train on.
+
+pub mod sft;

@@ -1,0 +1,455 @@
+//! The credit step: `sql/credit.sql` over judgments, questions, turns and
+//! trajectories, with tag weights from the credit config, writing
+//! `credit_citations`, `turn_credit` and `side_credit`.
+
+use arrow::array::{ArrayRef, BooleanArray, Float64Array, StringArray};
+use arrow::record_batch::RecordBatch;
+use datafusion::datasource::MemTable;
+use datafusion::prelude::SessionContext;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::sqlstep::run_script;
+use crate::engine::{self, EngineError};
+use crate::lake::{Lake, LakeError};
+
+pub const SQL_FILE: &str = "sql/credit.sql";
+pub const SQL: &str = include_str!("../../sql/credit.sql");
+pub const DEFAULT_CONFIG: &str = include_str!("../../data/credit.toml");
+/// The step's outputs: (table, view, order).
+const OUTPUTS: [(&str, &str, &str); 3] = [
+    (
+        "credit_citations",
+        "credit_citations_v",
+        "traj_id, question_id, candidate_n",
+    ),
+    ("turn_credit", "turn_credit_v", "traj_id, t"),
+    ("side_credit", "side_credit_v", "traj_id"),
+];
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CreditConfig {
+    #[serde(default)]
+    pub split_multi: bool,
+    #[serde(default)]
+    pub tag_weights: BTreeMap<String, f64>,
+}
+
+impl CreditConfig {
+    pub fn from_toml(text: &str) -> Result<CreditConfig, String> {
+        let c: CreditConfig = toml::from_str(text).map_err(|e| e.to_string())?;
+        if let Some((tag, w)) = c
+            .tag_weights
+            .iter()
+            .find(|(_, w)| !w.is_finite() || **w < 0.0)
+        {
+            return Err(format!(
+                "tag_weights.{tag} = {w}: a weight must be a finite number >= 0"
+            ));
+        }
+        Ok(c)
+    }
+
+    pub fn default_config() -> CreditConfig {
+        CreditConfig::from_toml(DEFAULT_CONFIG).expect("data/credit.toml is valid")
+    }
+
+    /// The weight of tags not listed.
+    pub fn default_weight(&self) -> f64 {
+        self.tag_weights.get("default").copied().unwrap_or(1.0)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CreditError {
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error(transparent)]
+    Lake(#[from] LakeError),
+    #[error(
+        "the lake has no {0} table: ingest Albedo eval runs first (turnlake ingest albedo PATH)"
+    )]
+    Missing(&'static str),
+    #[error("registering the credit config")]
+    Config(#[source] datafusion::error::DataFusionError),
+}
+
+/// What one credit build wrote.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CreditSummary {
+    pub citations: usize,
+    pub invalid_citations: usize,
+    pub turns: usize,
+    pub sides: usize,
+}
+
+/// Register the config as the tables the SQL reads.
+pub fn register_config(ctx: &SessionContext, config: &CreditConfig) -> Result<(), CreditError> {
+    let tags: Vec<&String> = config
+        .tag_weights
+        .keys()
+        .filter(|t| *t != "default")
+        .collect();
+    let weights = RecordBatch::try_from_iter(vec![
+        (
+            "tag",
+            Arc::new(StringArray::from_iter_values(
+                tags.iter().map(|t| t.as_str()),
+            )) as ArrayRef,
+        ),
+        (
+            "weight",
+            Arc::new(Float64Array::from_iter_values(
+                tags.iter().map(|t| config.tag_weights[*t]),
+            )) as ArrayRef,
+        ),
+    ])
+    .map_err(|e| CreditError::Config(e.into()))?;
+    let params = RecordBatch::try_from_iter(vec![
+        (
+            "split_multi",
+            Arc::new(BooleanArray::from(vec![config.split_multi])) as ArrayRef,
+        ),
+        (
+            "default_weight",
+            Arc::new(Float64Array::from(vec![config.default_weight()])) as ArrayRef,
+        ),
+    ])
+    .map_err(|e| CreditError::Config(e.into()))?;
+    for (name, batch) in [("tag_weights", weights), ("credit_params", params)] {
+        let table =
+            MemTable::try_new(batch.schema(), vec![vec![batch]]).map_err(CreditError::Config)?;
+        let _ = ctx.deregister_table(name);
+        ctx.register_table(name, Arc::new(table))
+            .map_err(CreditError::Config)?;
+    }
+    Ok(())
+}
+
+/// Run the credit SQL in `ctx` (inputs registered) and return each output's rows.
+pub async fn compute(
+    ctx: &SessionContext,
+    config: &CreditConfig,
+) -> Result<Vec<(&'static str, Vec<RecordBatch>)>, CreditError> {
+    register_config(ctx, config)?;
+    run_script(ctx, SQL_FILE, SQL).await?;
+    let mut out = Vec::new();
+    for (table, view, order) in OUTPUTS {
+        let rows = engine::run_sql(
+            ctx,
+            &format!("SELECT * FROM {view} ORDER BY {order}"),
+            &format!("{SQL_FILE}, {view}"),
+        )
+        .await?;
+        out.push((table, rows));
+    }
+    Ok(out)
+}
+
+/// Build the credit tables in `lake`.
+pub async fn build(lake: &Lake, config: &CreditConfig) -> Result<CreditSummary, CreditError> {
+    let tables = lake.tables().await?;
+    let mut inputs = serde_json::Map::new();
+    for needed in ["judgments", "questions", "trajectories", "turns"] {
+        let info = tables
+            .iter()
+            .find(|t| t.name == needed)
+            .ok_or(CreditError::Missing(needed))?;
+        inputs.insert(needed.to_string(), serde_json::json!(info.version));
+    }
+    let ctx = engine::session(lake).await?;
+    let outputs = compute(&ctx, config).await?;
+    let provenance = serde_json::json!({
+        "step": "credit",
+        "inputs": inputs,
+        "params": config,
+        "sql": SQL_FILE,
+        "sql_sha256": crate::source::derive::sha256_hex(SQL.as_bytes()),
+    });
+    let rows = |name: &str| -> usize {
+        outputs
+            .iter()
+            .find(|(t, _)| *t == name)
+            .map(|(_, b)| b.iter().map(RecordBatch::num_rows).sum())
+            .unwrap_or(0)
+    };
+    let invalid = engine::run_sql(
+        &ctx,
+        "SELECT count(*) FROM credit_citations_v WHERE NOT valid",
+        SQL_FILE,
+    )
+    .await?;
+    let summary = CreditSummary {
+        citations: rows("credit_citations"),
+        invalid_citations: arrow::array::AsArray::as_primitive::<arrow::datatypes::Int64Type>(
+            invalid[0].column(0),
+        )
+        .value(0) as usize,
+        turns: rows("turn_credit"),
+        sides: rows("side_credit"),
+    };
+    for (table, batches) in outputs {
+        lake.overwrite(table, batches, provenance.clone()).await?;
+    }
+    Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::rows::{
+        judgments_batch, questions_batch, trajectories_batch, turns_batch, JudgmentRow,
+        QuestionRow, TrajectoryRow, TurnRow,
+    };
+    use crate::turn::parse_citations;
+    use arrow::array::AsArray;
+    use arrow::datatypes::{Float64Type, Int32Type};
+
+    const TRAJ: &str = "albedo/r/s/challenger";
+    const LOOPED: &str = "albedo/r/s/previous_king";
+
+    fn judgment(traj: &str, q: &str, answer: i32, text: &str) -> JudgmentRow {
+        JudgmentRow {
+            eval_run_id: "r".into(),
+            sample_id: "s".into(),
+            side: traj.rsplit('/').next().unwrap().into(),
+            traj_id: traj.into(),
+            question_id: q.into(),
+            answer: Some(answer),
+            cited_outputs: parse_citations(text)
+                .into_iter()
+                .map(|n| n as i32)
+                .collect(),
+            explanation: Some(text.into()),
+            judge_model: None,
+            looped: traj == LOOPED,
+        }
+    }
+
+    /// One sample: a side with a context turn and three scored outputs, and a looped side.
+    async fn context(judgments: Vec<JudgmentRow>) -> SessionContext {
+        let ctx = SessionContext::new();
+        let mut trajectories = Vec::new();
+        let mut turns = Vec::new();
+        for (traj, looped) in [(TRAJ, false), (LOOPED, true)] {
+            trajectories.push(TrajectoryRow {
+                traj_id: traj.into(),
+                source: "albedo".into(),
+                judged: true,
+                n_scored: 3,
+                looped,
+                ..Default::default()
+            });
+            for t in 1..=4 {
+                turns.push(TurnRow {
+                    traj_id: traj.into(),
+                    source: "albedo".into(),
+                    t,
+                    candidate_n: (t > 1).then_some(t - 1),
+                    turn_sha: format!("{traj}{t}"),
+                    cmd_kind: "other".into(),
+                    ..Default::default()
+                });
+            }
+        }
+        let questions: Vec<QuestionRow> = [
+            ("q1", "explore"),
+            ("q2", "verification"),
+            ("q3", "economy"),
+            ("q4", "claims"),
+        ]
+        .iter()
+        .map(|(q, tag)| QuestionRow {
+            eval_run_id: "r".into(),
+            sample_id: "s".into(),
+            question_id: q.to_string(),
+            tag: Some(tag.to_string()),
+            ..Default::default()
+        })
+        .collect();
+        for (name, batch) in [
+            ("trajectories", trajectories_batch(&trajectories).unwrap()),
+            ("turns", turns_batch(&turns).unwrap()),
+            ("questions", questions_batch(&questions).unwrap()),
+            ("judgments", judgments_batch(&judgments).unwrap()),
+        ] {
+            ctx.register_table(
+                name,
+                Arc::new(MemTable::try_new(batch.schema(), vec![vec![batch]]).unwrap()),
+            )
+            .unwrap();
+        }
+        ctx
+    }
+
+    /// (t, credit, blame, tags) per scored turn of TRAJ, and the invalid citations' reasons.
+    async fn run(
+        judgments: Vec<JudgmentRow>,
+        config: &CreditConfig,
+    ) -> (Vec<(i32, f64, f64, String)>, Vec<String>, Vec<i64>) {
+        let ctx = context(judgments).await;
+        let out = compute(&ctx, config).await.unwrap();
+        let turn_credit = &out.iter().find(|(t, _)| *t == "turn_credit").unwrap().1;
+        let mut turns = Vec::new();
+        for b in turn_credit {
+            let ids = arrow::compute::cast(b.column(0), &arrow::datatypes::DataType::Utf8).unwrap();
+            let tags = b.column_by_name("tags").unwrap().as_list::<i32>().clone();
+            for i in 0..b.num_rows() {
+                if ids.as_string::<i32>().value(i) != TRAJ {
+                    assert_eq!(
+                        b.column_by_name("credit")
+                            .unwrap()
+                            .as_primitive::<Float64Type>()
+                            .value(i),
+                        0.0,
+                        "a looped side earns nothing"
+                    );
+                    continue;
+                }
+                let tag_list = tags.value(i);
+                let tag_text =
+                    arrow::compute::cast(&tag_list, &arrow::datatypes::DataType::Utf8).unwrap();
+                let tag_text: Vec<String> = tag_text
+                    .as_string::<i32>()
+                    .iter()
+                    .map(|s| s.unwrap_or("").to_string())
+                    .collect();
+                turns.push((
+                    b.column_by_name("t")
+                        .unwrap()
+                        .as_primitive::<Int32Type>()
+                        .value(i),
+                    b.column_by_name("credit")
+                        .unwrap()
+                        .as_primitive::<Float64Type>()
+                        .value(i),
+                    b.column_by_name("blame")
+                        .unwrap()
+                        .as_primitive::<Float64Type>()
+                        .value(i),
+                    tag_text.join(","),
+                ));
+            }
+        }
+        let invalid = engine::run_sql(
+            &ctx,
+            "SELECT reason FROM credit_citations_v WHERE NOT valid ORDER BY reason",
+            "t",
+        )
+        .await
+        .unwrap();
+        let reasons = invalid
+            .iter()
+            .flat_map(|b| {
+                let c =
+                    arrow::compute::cast(b.column(0), &arrow::datatypes::DataType::Utf8).unwrap();
+                c.as_string::<i32>()
+                    .iter()
+                    .map(|s| s.unwrap().to_string())
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let uncited = engine::run_sql(
+            &ctx,
+            &format!("SELECT yes_uncited FROM side_credit_v WHERE traj_id = '{TRAJ}'"),
+            "t",
+        )
+        .await
+        .unwrap();
+        let uncited = uncited
+            .iter()
+            .flat_map(|b| {
+                b.column(0)
+                    .as_primitive::<arrow::datatypes::Int64Type>()
+                    .values()
+                    .to_vec()
+            })
+            .collect();
+        (turns, reasons, uncited)
+    }
+
+    #[tokio::test]
+    async fn multi_citations_give_each_turn_the_full_weight_by_default() {
+        let (turns, reasons, uncited) = run(
+            vec![
+                judgment(TRAJ, "q1", 1, "CANDIDATE OUTPUTS 1-2 narrow the search."),
+                judgment(TRAJ, "q2", 1, "CANDIDATE OUTPUTS 1 and 3 verify."),
+                judgment(TRAJ, "q3", 1, "The outputs are short."),
+                judgment(
+                    TRAJ,
+                    "q4",
+                    0,
+                    "CANDIDATE OUTPUT 3 claims what it never saw.",
+                ),
+                judgment(LOOPED, "q1", 0, "Trajectory is looped: ls repeats."),
+            ],
+            &CreditConfig::default_config(),
+        )
+        .await;
+        assert_eq!(
+            turns,
+            vec![
+                (2, 2.0, 0.0, "explore,verification".to_string()),
+                (3, 1.0, 0.0, "explore".to_string()),
+                (4, 1.0, 1.0, "verification".to_string()),
+            ]
+        );
+        assert!(reasons.is_empty());
+        assert_eq!(
+            uncited,
+            vec![1],
+            "the yes without a citation is credit no turn can claim"
+        );
+    }
+
+    #[tokio::test]
+    async fn split_and_tag_weights_come_from_the_config() {
+        let config = CreditConfig::from_toml(
+            "split_multi = true\n[tag_weights]\nexplore = 3.0\ndefault = 0.5\n",
+        )
+        .unwrap();
+        let (turns, _, _) = run(
+            vec![
+                judgment(TRAJ, "q1", 1, "CANDIDATE OUTPUTS 1,2,3 all explore."),
+                judgment(TRAJ, "q2", 1, "CANDIDATE OUTPUT 2 verifies."),
+            ],
+            &config,
+        )
+        .await;
+        let credit: Vec<f64> = turns.iter().map(|t| t.1).collect();
+        assert_eq!(credit, vec![1.0, 1.5, 1.0]);
+    }
+
+    #[tokio::test]
+    async fn citations_beyond_the_side_are_rejected_with_a_reason() {
+        let (turns, reasons, _) = run(
+            vec![judgment(
+                TRAJ,
+                "q1",
+                1,
+                "CANDIDATE OUTPUTS 3, 7-8 and CANDIDATE OUTPUT 0 read files.",
+            )],
+            &CreditConfig::default_config(),
+        )
+        .await;
+        assert_eq!(
+            turns.iter().map(|t| t.1).collect::<Vec<_>>(),
+            vec![0.0, 0.0, 1.0]
+        );
+        assert_eq!(
+            reasons,
+            vec![
+                "cites CANDIDATE OUTPUT 0 but the side has 3 scored outputs",
+                "cites CANDIDATE OUTPUT 7 but the side has 3 scored outputs",
+                "cites CANDIDATE OUTPUT 8 but the side has 3 scored outputs",
+            ]
+        );
+    }
+
+    #[test]
+    fn bad_weights_are_refused() {
+        assert!(CreditConfig::from_toml("[tag_weights]\nexplore = -1.0\n").is_err());
+        assert!(CreditConfig::from_toml("split_multi = \"yes\"\n").is_err());
+    }
+}

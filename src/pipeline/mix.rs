@@ -1,0 +1,243 @@
+//! Mixture composition: `sft_mix` from the four products, each mix sampled
+//! to its share (or all rows) by a seeded hash, and the composition report.
+
+use arrow::array::{ArrayRef, AsArray, Int64Array, StringArray};
+use arrow::compute::cast;
+use arrow::datatypes::{DataType, Float64Type, Int64Type};
+use arrow::record_batch::RecordBatch;
+use datafusion::datasource::MemTable;
+use datafusion::prelude::SessionContext;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::select::{MixConfig, SelectError, PRODUCTS};
+use super::sqlstep::run_script;
+use crate::engine;
+use crate::lake::Lake;
+
+pub const TRAIN_TURNS_SQL: &str = include_str!("../../sql/train_turns.sql");
+pub const MIX_SQL: &str = include_str!("../../sql/mix.sql");
+
+/// How many rows each mix contributes, from what is available.
+pub fn quotas(config: &MixConfig, available: &BTreeMap<String, i64>) -> BTreeMap<String, i64> {
+    if config.mode == "all" {
+        return available.clone();
+    }
+    let total: f64 = config.shares.values().sum();
+    let wanted: Vec<(&String, f64)> = config
+        .shares
+        .iter()
+        .filter(|(_, s)| **s > 0.0)
+        .map(|(m, s)| (m, s / total))
+        .collect();
+    // The largest mixture in which every mix can fill its share.
+    let n = wanted
+        .iter()
+        .map(|(m, s)| available.get(*m).copied().unwrap_or(0) as f64 / s)
+        .fold(f64::INFINITY, f64::min);
+    let n = if n.is_finite() { n.floor() } else { 0.0 };
+    wanted
+        .into_iter()
+        .map(|(m, s)| {
+            (
+                m.clone(),
+                ((n * s).round() as i64).min(available.get(m).copied().unwrap_or(0)),
+            )
+        })
+        .collect()
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct MixRow {
+    pub mix: String,
+    pub rows: i64,
+    pub train_turns: i64,
+    pub share_rows: f64,
+    pub share_train: f64,
+    pub recovery_turns: i64,
+    pub avg_source_score: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct MixReport {
+    pub available: BTreeMap<String, i64>,
+    pub mixes: Vec<MixRow>,
+    /// cmd_kind -> share of train turns
+    pub commands: Vec<(String, i64, f64)>,
+    /// tag -> share of train turns earning it
+    pub tags: Vec<(String, i64, f64)>,
+}
+
+fn strs(b: &RecordBatch, i: usize) -> Vec<String> {
+    let c = cast(b.column(i), &DataType::Utf8).expect("text column");
+    c.as_string::<i32>()
+        .iter()
+        .map(|s| s.unwrap_or("").to_string())
+        .collect()
+}
+fn ints(b: &RecordBatch, i: usize) -> Vec<i64> {
+    let c = cast(b.column(i), &DataType::Int64).expect("integer column");
+    c.as_primitive::<Int64Type>()
+        .iter()
+        .map(|v| v.unwrap_or(0))
+        .collect()
+}
+fn floats(b: &RecordBatch, i: usize) -> Vec<Option<f64>> {
+    let c = cast(b.column(i), &DataType::Float64).expect("number column");
+    c.as_primitive::<Float64Type>().iter().collect()
+}
+
+/// Register `rows_in` as `table` and define the train-turn views over it.
+pub async fn describe_rows(ctx: &SessionContext, table: &str) -> Result<(), SelectError> {
+    let _ = ctx.deregister_table("rows_in");
+    engine::run_sql(
+        ctx,
+        &format!("CREATE VIEW rows_in AS SELECT * FROM \"{table}\""),
+        "rows_in",
+    )
+    .await?;
+    run_script(ctx, "sql/train_turns.sql", TRAIN_TURNS_SQL).await?;
+    Ok(())
+}
+
+async fn report(
+    ctx: &SessionContext,
+    available: BTreeMap<String, i64>,
+) -> Result<MixReport, SelectError> {
+    describe_rows(ctx, "sft_mix").await?;
+    run_script(ctx, "sql/mix.sql", MIX_SQL).await?;
+    let q = |sql: &'static str| engine::run_sql(ctx, sql, "sql/mix.sql");
+    let mut mixes = Vec::new();
+    for b in q("SELECT mix, rows, train_turns, share_rows, share_train, recovery_turns, avg_source_score FROM mix_summary ORDER BY mix").await? {
+        let (m, r, t, sr, st, rec, avg) = (strs(&b, 0), ints(&b, 1), ints(&b, 2), floats(&b, 3), floats(&b, 4), ints(&b, 5), floats(&b, 6));
+        for i in 0..b.num_rows() {
+            mixes.push(MixRow {
+                mix: m[i].clone(),
+                rows: r[i],
+                train_turns: t[i],
+                share_rows: sr[i].unwrap_or(0.0),
+                share_train: st[i].unwrap_or(0.0),
+                recovery_turns: rec[i],
+                avg_source_score: avg[i],
+            });
+        }
+    }
+    let triples = |batches: Vec<RecordBatch>| -> Vec<(String, i64, f64)> {
+        batches
+            .iter()
+            .flat_map(|b| {
+                let (a, n, s) = (strs(b, 0), ints(b, 1), floats(b, 2));
+                (0..b.num_rows())
+                    .map(move |i| (a[i].clone(), n[i], s[i].unwrap_or(0.0)))
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    Ok(MixReport {
+        available,
+        mixes,
+        commands: triples(q("SELECT * FROM mix_cmd ORDER BY turns DESC, cmd_kind").await?),
+        tags: triples(q("SELECT * FROM mix_tags ORDER BY turns DESC, tag").await?),
+    })
+}
+
+/// Compose `sft_mix` in `lake` and report its composition.
+pub async fn build(lake: &Lake, config: &MixConfig) -> Result<MixReport, SelectError> {
+    let ctx = engine::session(lake).await?;
+    let tables = lake.tables().await?;
+    let mut parts = Vec::new();
+    let mut available = BTreeMap::new();
+    let mut inputs = serde_json::Map::new();
+    for (mix, table) in PRODUCTS {
+        let Some(info) = tables.iter().find(|t| t.name == table) else {
+            return Err(SelectError::Missing(table, "run `turnlake select` first"));
+        };
+        inputs.insert(table.to_string(), serde_json::json!(info.version));
+        let n = engine::run_sql(&ctx, &format!("SELECT count(*) FROM {table}"), table).await?;
+        available.insert(mix.to_string(), ints(&n[0], 0)[0]);
+        parts.push(format!("SELECT * FROM {table}"));
+    }
+    let quota = quotas(config, &available);
+    let batch = RecordBatch::try_from_iter(vec![
+        (
+            "mix",
+            Arc::new(StringArray::from_iter_values(quota.keys())) as ArrayRef,
+        ),
+        (
+            "take",
+            Arc::new(Int64Array::from_iter_values(quota.values().copied())) as ArrayRef,
+        ),
+    ])
+    .map_err(|e| SelectError::Config(e.into()))?;
+    ctx.register_table(
+        "mix_quota",
+        Arc::new(
+            MemTable::try_new(batch.schema(), vec![vec![batch]]).map_err(SelectError::Config)?,
+        ),
+    )
+    .map_err(SelectError::Config)?;
+    let sql = format!(
+        "SELECT p.* FROM (SELECT *, row_number() OVER (PARTITION BY mix ORDER BY md5('{seed}' || row_id), row_id) AS rk \
+         FROM ({union})) p JOIN mix_quota q ON q.mix = p.mix WHERE p.rk <= q.take ORDER BY p.row_id",
+        seed = config.seed,
+        union = parts.join(" UNION ALL ")
+    );
+    let rows = engine::run_sql(&ctx, &sql, "composing sft_mix").await?;
+    let provenance = serde_json::json!({"step": "mix", "inputs": inputs, "params": config, "quotas": quota, "sql": sql});
+    lake.overwrite("sft_mix", rows, provenance).await?;
+    engine::register(&ctx, lake, "sft_mix").await?;
+    report(&ctx, available).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(mode: &str, shares: &[(&str, f64)]) -> MixConfig {
+        MixConfig {
+            mode: mode.into(),
+            seed: 1,
+            shares: shares.iter().map(|(m, s)| (m.to_string(), *s)).collect(),
+        }
+    }
+
+    #[test]
+    fn quotas_fill_shares_as_far_as_the_scarcest_mix_allows() {
+        let available: BTreeMap<String, i64> = [
+            ("credit", 100),
+            ("escape_duel", 1000),
+            ("escape_mini", 50),
+            ("finish_mini", 5000),
+        ]
+        .iter()
+        .map(|(m, n)| (m.to_string(), *n))
+        .collect();
+        let q = quotas(
+            &config(
+                "shares",
+                &[
+                    ("credit", 0.2),
+                    ("escape_duel", 0.3),
+                    ("escape_mini", 0.1),
+                    ("finish_mini", 0.4),
+                ],
+            ),
+            &available,
+        );
+        // escape_mini limits the total to 500 rows.
+        assert_eq!(
+            q.values().copied().collect::<Vec<_>>(),
+            vec![100, 150, 50, 200]
+        );
+        let q = quotas(
+            &config("shares", &[("credit", 1.0), ("finish_mini", 0.0)]),
+            &available,
+        );
+        assert_eq!(
+            q.into_iter().collect::<Vec<_>>(),
+            vec![("credit".to_string(), 100)]
+        );
+        assert_eq!(quotas(&config("all", &[]), &available), available);
+    }
+}

@@ -1,0 +1,253 @@
+//! The selection step: `sql/select.sql` builds the four products and the
+//! format gate's demotions from the lake, with thresholds from the select
+//! config (`data/select.toml`).
+
+use arrow::array::{ArrayRef, Float64Array, Int64Array};
+use arrow::record_batch::RecordBatch;
+use datafusion::datasource::MemTable;
+use datafusion::prelude::SessionContext;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::sqlstep::run_script;
+use crate::engine::{self, EngineError};
+use crate::lake::{Lake, LakeError};
+
+pub const SQL_FILE: &str = "sql/select.sql";
+pub const SQL: &str = include_str!("../../sql/select.sql");
+pub const DEFAULT_CONFIG: &str = include_str!("../../data/select.toml");
+/// Product mixes and the tables that hold them.
+pub const PRODUCTS: [(&str, &str); 4] = [
+    ("credit", "sft_credit"),
+    ("escape_duel", "escape_duel"),
+    ("escape_mini", "escape_mini"),
+    ("finish_mini", "finish_mini"),
+];
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CreditGates {
+    pub min_score: f64,
+    pub max_dup_cmd_ratio: f64,
+    pub max_cmd_run: i64,
+    pub loop_dup_ratio: f64,
+    pub loop_max_run: i64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FinishMini {
+    pub t_min: i64,
+    pub t_max: i64,
+    pub cap: i64,
+    pub seed: i64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct MixConfig {
+    /// "shares" or "all".
+    pub mode: String,
+    pub seed: i64,
+    pub shares: BTreeMap<String, f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SelectConfig {
+    pub credit: CreditGates,
+    pub finish_mini: FinishMini,
+    pub mix: MixConfig,
+}
+
+impl SelectConfig {
+    pub fn from_toml(text: &str) -> Result<SelectConfig, String> {
+        let c: SelectConfig = toml::from_str(text).map_err(|e| e.to_string())?;
+        if c.mix.mode != "shares" && c.mix.mode != "all" {
+            return Err(format!(
+                "mix.mode = {:?}: use \"shares\" or \"all\"",
+                c.mix.mode
+            ));
+        }
+        for (mix, share) in &c.mix.shares {
+            if !PRODUCTS.iter().any(|(m, _)| m == mix) {
+                return Err(format!("mix.shares.{mix}: not a product (credit, escape_duel, escape_mini, finish_mini)"));
+            }
+            if !share.is_finite() || *share < 0.0 {
+                return Err(format!("mix.shares.{mix} = {share}: a share must be >= 0"));
+            }
+        }
+        if c.mix.mode == "shares" && c.mix.shares.values().sum::<f64>() <= 0.0 {
+            return Err("mix.shares: at least one share must be positive".into());
+        }
+        Ok(c)
+    }
+
+    pub fn default_config() -> SelectConfig {
+        SelectConfig::from_toml(DEFAULT_CONFIG).expect("data/select.toml is valid")
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SelectError {
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error(transparent)]
+    Lake(#[from] LakeError),
+    #[error("the lake has no {0} table: {1}")]
+    Missing(&'static str, &'static str),
+    #[error("registering the select config")]
+    Config(#[source] datafusion::error::DataFusionError),
+}
+
+/// What a selection built: rows per product, and where every candidate turn went.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct SelectSummary {
+    /// mix -> (rows with a train turn before any cap, rows kept, train turns kept)
+    pub products: BTreeMap<String, (i64, i64, i64)>,
+    /// mix -> rows dropped because the gate left them no train turn
+    pub dropped_rows: BTreeMap<String, i64>,
+    /// (mix, outcome) -> candidate turns
+    pub accounting: BTreeMap<(String, String), i64>,
+}
+
+fn params_batch(c: &SelectConfig) -> Result<RecordBatch, arrow::error::ArrowError> {
+    let f = |v: f64| Arc::new(Float64Array::from(vec![v])) as ArrayRef;
+    let i = |v: i64| Arc::new(Int64Array::from(vec![v])) as ArrayRef;
+    RecordBatch::try_from_iter(vec![
+        ("min_score", f(c.credit.min_score)),
+        ("max_dup_cmd_ratio", f(c.credit.max_dup_cmd_ratio)),
+        ("max_cmd_run", i(c.credit.max_cmd_run)),
+        ("loop_dup_ratio", f(c.credit.loop_dup_ratio)),
+        ("loop_max_run", i(c.credit.loop_max_run)),
+        ("finish_t_min", i(c.finish_mini.t_min)),
+        ("finish_t_max", i(c.finish_mini.t_max)),
+        ("finish_cap", i(c.finish_mini.cap)),
+        ("finish_seed", i(c.finish_mini.seed)),
+    ])
+}
+
+/// Register the config and run the selection SQL in `ctx`.
+pub async fn prepare(ctx: &SessionContext, config: &SelectConfig) -> Result<(), SelectError> {
+    let batch = params_batch(config).map_err(|e| SelectError::Config(e.into()))?;
+    let table =
+        MemTable::try_new(batch.schema(), vec![vec![batch]]).map_err(SelectError::Config)?;
+    let _ = ctx.deregister_table("select_params");
+    ctx.register_table("select_params", Arc::new(table))
+        .map_err(SelectError::Config)?;
+    run_script(ctx, SQL_FILE, SQL).await?;
+    Ok(())
+}
+
+fn pairs(batches: &[RecordBatch]) -> Vec<(String, String, i64)> {
+    use arrow::array::AsArray;
+    let mut out = Vec::new();
+    for b in batches {
+        let s = |i: usize| {
+            arrow::compute::cast(b.column(i), &arrow::datatypes::DataType::Utf8).expect("text")
+        };
+        let n = arrow::compute::cast(
+            b.column(b.num_columns() - 1),
+            &arrow::datatypes::DataType::Int64,
+        )
+        .expect("count");
+        let (a, c) = (s(0), if b.num_columns() > 2 { s(1) } else { s(0) });
+        for r in 0..b.num_rows() {
+            out.push((
+                a.as_string::<i32>().value(r).to_string(),
+                c.as_string::<i32>().value(r).to_string(),
+                n.as_primitive::<arrow::datatypes::Int64Type>().value(r),
+            ));
+        }
+    }
+    out
+}
+
+/// Build the products in `lake`.
+pub async fn build(lake: &Lake, config: &SelectConfig) -> Result<SelectSummary, SelectError> {
+    let tables = lake.tables().await?;
+    let mut inputs = serde_json::Map::new();
+    for (needed, hint) in [
+        ("trajectories", "ingest first"),
+        ("turns", "ingest first"),
+        ("judgments", "ingest Albedo eval runs first"),
+        ("turn_credit", "run `turnlake credit` first"),
+    ] {
+        let info = tables
+            .iter()
+            .find(|t| t.name == needed)
+            .ok_or(SelectError::Missing(needed, hint))?;
+        inputs.insert(needed.to_string(), serde_json::json!(info.version));
+    }
+    let ctx = engine::session(lake).await?;
+    prepare(&ctx, config).await?;
+    let provenance = serde_json::json!({
+        "step": "select", "inputs": inputs, "params": config, "sql": SQL_FILE,
+        "sql_sha256": crate::source::derive::sha256_hex(SQL.as_bytes()),
+    });
+    let q = |sql: String, what: &'static str| {
+        let ctx = ctx.clone();
+        async move { engine::run_sql(&ctx, &sql, &format!("{SQL_FILE}, {what}")).await }
+    };
+    for (mix, table) in PRODUCTS {
+        let rows = q(
+            format!("SELECT * FROM products WHERE mix = '{mix}' ORDER BY row_id"),
+            "products",
+        )
+        .await?;
+        lake.overwrite(table, rows, provenance.clone()).await?;
+    }
+    let demotions = q(
+        "SELECT * FROM demotions ORDER BY mix, row_id, t".into(),
+        "demotions",
+    )
+    .await?;
+    lake.overwrite("gate_demotions", demotions, provenance)
+        .await?;
+
+    let mut summary = SelectSummary::default();
+    let mined = pairs(
+        &q(
+            "SELECT mix, count(*) FILTER (WHERE n_train > 0) FROM gated_rows GROUP BY mix".into(),
+            "gated_rows",
+        )
+        .await?,
+    );
+    let kept = pairs(
+        &q(
+            "SELECT mix, count(*), sum(n_train) FROM products GROUP BY mix".into(),
+            "products",
+        )
+        .await?,
+    );
+    let kept_rows = pairs(
+        &q(
+            "SELECT mix, count(*) FROM products GROUP BY mix".into(),
+            "products",
+        )
+        .await?,
+    );
+    for (mix, _) in PRODUCTS {
+        let get =
+            |v: &[(String, String, i64)]| v.iter().find(|x| x.0 == mix).map(|x| x.2).unwrap_or(0);
+        summary
+            .products
+            .insert(mix.to_string(), (get(&mined), get(&kept_rows), get(&kept)));
+    }
+    for (mix, _, n) in pairs(
+        &q(
+            "SELECT mix, count(*) FROM gated_rows WHERE n_train = 0 GROUP BY mix".into(),
+            "gated_rows",
+        )
+        .await?,
+    ) {
+        summary.dropped_rows.insert(mix, n);
+    }
+    for (mix, outcome, n) in pairs(
+        &q(
+            "SELECT mix, outcome, turns FROM candidate_accounting".into(),
+            "candidate_accounting",
+        )
+        .await?,
+    ) {
+        summary.accounting.insert((mix, outcome), n);
+    }
+    Ok(summary)
+}

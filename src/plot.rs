@@ -1,0 +1,132 @@
+//! PNG plots of the credit report (plotters, with the font shipped in
+//! `data/fonts` so nothing depends on the machine's fonts).
+
+use plotters::prelude::*;
+use std::path::Path;
+use std::sync::Once;
+
+use crate::pipeline::stats::Report;
+
+static FONT: Once = Once::new();
+
+fn register_font() {
+    FONT.call_once(|| {
+        let bytes: &'static [u8] = include_bytes!("../data/fonts/DejaVuSans.ttf");
+        // The bytes are a valid TrueType font shipped with the crate.
+        let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, bytes);
+    });
+}
+
+type PlotResult = Result<(), Box<dyn std::error::Error>>;
+
+/// Mean credit by command kind, bars labelled with % earning.
+pub fn credit_by_kind(report: &Report, path: &Path) -> PlotResult {
+    register_font();
+    let root = BitMapBackend::new(path, (900, 520)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let kinds = &report.by_kind;
+    let max = kinds
+        .iter()
+        .map(|k| k.mean_credit)
+        .fold(0.0f64, f64::max)
+        .max(0.1)
+        * 1.15;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            "Mean judge credit per turn, by command kind",
+            ("sans-serif", 22),
+        )
+        .margin(16)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d((0..kinds.len()).into_segmented(), 0.0..max)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .y_desc("mean credit")
+        .x_labels(kinds.len())
+        .x_label_formatter(&|v| match v {
+            SegmentValue::CenterOf(i) => kinds
+                .get(*i)
+                .map(|k| k.cmd_kind.clone())
+                .unwrap_or_default(),
+            _ => String::new(),
+        })
+        .label_style(("sans-serif", 14))
+        .draw()?;
+    chart.draw_series(kinds.iter().enumerate().map(|(i, k)| {
+        let mut bar = Rectangle::new(
+            [
+                (SegmentValue::Exact(i), 0.0),
+                (SegmentValue::Exact(i + 1), k.mean_credit),
+            ],
+            BLUE.mix(0.6).filled(),
+        );
+        bar.set_margin(0, 0, 8, 8);
+        bar
+    }))?;
+    chart.draw_series(kinds.iter().enumerate().map(|(i, k)| {
+        Text::new(
+            format!("{:.0}% earn", k.pct_earning),
+            (SegmentValue::CenterOf(i), k.mean_credit + max * 0.02),
+            ("sans-serif", 13),
+        )
+    }))?;
+    root.present()?;
+    Ok(())
+}
+
+/// Mean credit and % earning by turn index.
+pub fn credit_by_turn(report: &Report, path: &Path) -> PlotResult {
+    register_font();
+    let root = BitMapBackend::new(path, (900, 520)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let turns = &report.by_turn;
+    let max = turns
+        .iter()
+        .map(|t| t.mean_credit)
+        .fold(0.0f64, f64::max)
+        .max(0.1)
+        * 1.1;
+    let mut chart = ChartBuilder::on(&root)
+        .caption("Mean judge credit by turn index", ("sans-serif", 22))
+        .margin(16)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .right_y_label_area_size(60)
+        .build_cartesian_2d(1i64..16i64, 0.0..max)?
+        .set_secondary_coord(1i64..16i64, 0.0..100.0);
+    chart
+        .configure_mesh()
+        .x_desc("turn index t")
+        .y_desc("mean credit")
+        .label_style(("sans-serif", 14))
+        .draw()?;
+    chart
+        .configure_secondary_axes()
+        .y_desc("% of turns earning")
+        .label_style(("sans-serif", 14))
+        .draw()?;
+    chart
+        .draw_series(LineSeries::new(
+            turns.iter().map(|t| (t.t, t.mean_credit)),
+            BLUE.stroke_width(3),
+        ))?
+        .label("mean credit")
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLUE.stroke_width(3)));
+    chart
+        .draw_secondary_series(LineSeries::new(
+            turns.iter().map(|t| (t.t, t.pct_earning)),
+            RED.stroke_width(2),
+        ))?
+        .label("% earning (right axis)")
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], RED.stroke_width(2)));
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .draw()?;
+    root.present()?;
+    Ok(())
+}

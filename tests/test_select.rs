@@ -1,0 +1,292 @@
+//! `turnlake select`, `mix` and `export sft` on hand-made fixtures
+//! (data/fixtures/select) and on a synthetic corpus.
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::path::Path;
+
+fn ok(o: std::process::Output) -> std::process::Output {
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    o
+}
+
+fn build_lake(lake: &Path) {
+    let f = fixtures().join("select");
+    ok(run(
+        lake,
+        &["ingest", "albedo", f.join("albedo").to_str().unwrap()],
+    ));
+    ok(run(
+        lake,
+        &[
+            "ingest",
+            "mini-coder",
+            f.join("mini-coder").to_str().unwrap(),
+        ],
+    ));
+    ok(run(lake, &["credit"]));
+    ok(run(lake, &["select"]));
+}
+
+#[test]
+fn product_rules_on_hand_made_cases() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lake = tmp.path().join("lake");
+    build_lake(&lake);
+
+    // credit: s1 has two passing sides (the higher score wins); in s2 each side fails
+    // exactly one gate (king: score 0.8; challenger: dup ratio 0.5); the unclosed <think>
+    // of s1's challenger turn 3 is demoted, the row keeps turns 2 and 4.
+    let credit = sql(
+        &lake,
+        "SELECT traj_id, array_to_string(train_turns, ','), n_demoted FROM sft_credit",
+    );
+    assert_eq!(credit.len(), 1, "{credit:?}");
+    assert!(
+        credit[0][0].ends_with("sel/s1:1:1/challenger"),
+        "{credit:?}"
+    );
+    assert_eq!(credit[0][1..], ["2,4".to_string(), "1".to_string()]);
+
+    // escape_duel: s3's king escapes at its first scored turn (after a failed context
+    // observation) and after its failed pytest; s2's challenger escapes a repeated command.
+    let esc = sql(&lake, "SELECT regexp_replace(traj_id, '.*/(sel/[^/]*/[a-z_]*)$', '\\1'), array_to_string(train_turns, ','), prior_failures, \
+                          CAST(passed_credit_gates AS VARCHAR), upto_msg FROM escape_duel ORDER BY 1, 2");
+    assert_eq!(
+        esc,
+        vec![
+            vec!["sel/s2:2:0/challenger", "3", "0", "false", "6"],
+            vec!["sel/s3:3:2/previous_king", "3", "1", "false", "6"],
+            vec!["sel/s3:3:2/previous_king", "5", "1", "false", "10"],
+        ]
+    );
+    // s3's challenger escape had two bash blocks: demoted, and its row dropped.
+    let demoted = sql(&lake, "SELECT mix, t, reason, CAST(row_dropped AS VARCHAR) FROM gate_demotions ORDER BY mix, row_id");
+    assert_eq!(
+        demoted,
+        vec![
+            vec!["credit", "3", "unclosed <think>", "false"],
+            vec!["escape_duel", "3", "not exactly one bash block", "true"],
+        ]
+    );
+
+    // escape_mini: the run that breaks out of `cat -n a.py` twice; the one that never does gives nothing.
+    let mini = sql(
+        &lake,
+        "SELECT instance_id, array_to_string(train_turns, ',') FROM escape_mini",
+    );
+    assert_eq!(mini, vec![vec!["org__escape.ccc3333.func_pm__z", "4"]]);
+
+    // finish_mini: one row for the instance with two verified runs; tail turns 17-19 and the submit.
+    let fin = sql(
+        &lake,
+        "SELECT instance_id, array_to_string(train_turns, ',') FROM finish_mini",
+    );
+    assert_eq!(
+        fin,
+        vec![vec!["org__many.aaa1111.func_pm__x", "17,18,19,20"]]
+    );
+}
+
+#[test]
+fn mix_and_export_are_deterministic_and_byte_exact() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lake = tmp.path().join("lake");
+    build_lake(&lake);
+    let cfg = tmp.path().join("all.toml");
+    let default =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("data/select.toml"))
+            .unwrap();
+    std::fs::write(&cfg, default.replace("mode = \"shares\"", "mode = \"all\"")).unwrap();
+    let o = ok(run(&lake, &["mix", "--config", cfg.to_str().unwrap()]));
+    assert!(stdout(&o).contains("escape_duel"), "{}", stdout(&o));
+    assert_eq!(scalar(&lake, "SELECT count(*) FROM sft_mix"), "6");
+
+    let a = tmp.path().join("a.jsonl");
+    let b = tmp.path().join("b.jsonl");
+    ok(run(&lake, &["export", "sft", "--out", a.to_str().unwrap()]));
+    ok(run(&lake, &["export", "sft", "--out", b.to_str().unwrap()]));
+    let (ta, tb) = (std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+    assert_eq!(ta, tb, "two exports differ");
+    let rows: Vec<Value> = String::from_utf8(ta)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 6);
+    // The escape at s3 king t3: seven messages, only the last trains, content byte-exact.
+    let esc = rows
+        .iter()
+        .find(|r| {
+            r["row_id"]
+                .as_str()
+                .unwrap()
+                .ends_with("sel/s3:3:2/previous_king/3")
+        })
+        .unwrap();
+    let msgs = esc["messages"].as_array().unwrap();
+    assert_eq!(msgs.len(), 7);
+    assert_eq!(msgs.iter().filter(|m| m["train"] == true).count(), 1);
+    assert_eq!(msgs[6]["train"], true);
+    assert_eq!(
+        msgs[6]["content"],
+        "THOUGHT: next step.\n\n```bash\ncat -n ok.py\n```"
+    );
+    assert_eq!(
+        msgs[5]["content"],
+        "<returncode>1</returncode>\n<output>\nok\n</output>"
+    );
+    let meta = &esc["train_meta"][0];
+    assert_eq!(
+        (
+            meta["t"].as_i64(),
+            meta["cmd_kind"].as_str(),
+            meta["is_recovery"].as_bool()
+        ),
+        (Some(3), Some("cat -n"), Some(true))
+    );
+    assert_eq!(meta["weight"].as_f64(), Some(1.0));
+    assert_eq!(meta["tags"], serde_json::json!(["explore"]));
+    assert_eq!(esc["mix"], "escape_duel");
+    // Every train flag is on an assistant message and matches train_meta.
+    for r in &rows {
+        let flagged = r["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["train"] == true)
+            .count();
+        assert_eq!(
+            flagged,
+            r["train_meta"].as_array().unwrap().len(),
+            "{}",
+            r["row_id"]
+        );
+        assert!(r["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m["train"] == false || m["role"] == "assistant"));
+    }
+    let p = tmp.path().join("mix.parquet");
+    ok(run(
+        &lake,
+        &[
+            "export",
+            "sft",
+            "--out",
+            p.to_str().unwrap(),
+            "--format",
+            "parquet",
+        ],
+    ));
+    assert!(std::fs::read(&p).unwrap().starts_with(b"PAR1"));
+}
+
+#[test]
+fn synthetic_products_reconcile_and_match_their_shares() {
+    let tmp = tempfile::tempdir().unwrap();
+    let corpus = tmp.path().join("corpus");
+    ok(bin()
+        .args([
+            "synth",
+            "--out",
+            corpus.to_str().unwrap(),
+            "--seed",
+            "4",
+            "--eval-runs",
+            "6",
+            "--samples-per-run",
+            "40",
+            "--mini-coder",
+            "400",
+            "--mswea",
+            "0",
+        ])
+        .output()
+        .unwrap());
+    let lake = tmp.path().join("lake");
+    ok(run(
+        &lake,
+        &["ingest", "albedo", corpus.join("albedo").to_str().unwrap()],
+    ));
+    ok(run(
+        &lake,
+        &[
+            "ingest",
+            "mini-coder",
+            corpus.join("mini-coder").to_str().unwrap(),
+        ],
+    ));
+    ok(run(&lake, &["credit"]));
+    let o = ok(run(&lake, &["select"]));
+    let out = stdout(&o);
+    for mix in ["credit", "escape_duel", "escape_mini", "finish_mini"] {
+        assert!(out.contains(mix), "{out}");
+    }
+    // Every candidate turn is trained, demoted (with its reason) or not selected.
+    let products = "(SELECT * FROM sft_credit UNION ALL SELECT * FROM escape_duel UNION ALL SELECT * FROM escape_mini UNION ALL SELECT * FROM finish_mini)";
+    let trained: i64 = scalar(&lake, &format!("SELECT sum(n_train) FROM {products}"))
+        .parse()
+        .unwrap();
+    let demoted: i64 = scalar(&lake, "SELECT count(*) FROM gate_demotions")
+        .parse()
+        .unwrap();
+    let (mut c_trained, mut c_demoted) = (0i64, 0i64);
+    for line in out
+        .lines()
+        .filter(|l| l.contains("trained") || l.contains("demoted:"))
+    {
+        let n: i64 = line
+            .split('|')
+            .filter_map(|c| c.trim().parse().ok())
+            .last()
+            .unwrap_or_else(|| {
+                line.split('│')
+                    .filter_map(|c| c.trim().parse().ok())
+                    .last()
+                    .unwrap()
+            });
+        if line.contains("trained") {
+            c_trained += n
+        } else {
+            c_demoted += n
+        }
+    }
+    assert_eq!((c_trained, c_demoted), (trained, demoted));
+    for (mix, table) in [
+        ("credit", "sft_credit"),
+        ("escape_duel", "escape_duel"),
+        ("escape_mini", "escape_mini"),
+        ("finish_mini", "finish_mini"),
+    ] {
+        let n: i64 = scalar(&lake, &format!("SELECT count(*) FROM {table}"))
+            .parse()
+            .unwrap();
+        assert!(n > 0, "{mix} is empty");
+    }
+    // Demotions follow the planted malformed and unclosed-<think> turns.
+    assert!(
+        scalar(
+            &lake,
+            "SELECT count(*) FROM gate_demotions WHERE reason = 'not exactly one bash block'"
+        ) != "0"
+    );
+
+    // The mix: shares as configured, within one row of rounding.
+    let o = ok(run(&lake, &["mix"]));
+    assert!(stdout(&o).contains("recovery turns"), "{}", stdout(&o));
+    let rows = sql(
+        &lake,
+        "SELECT mix, count(*) FROM sft_mix GROUP BY 1 ORDER BY 1",
+    );
+    let total: f64 = rows.iter().map(|r| r[1].parse::<f64>().unwrap()).sum();
+    for (r, share) in rows.iter().zip([0.112, 0.337, 0.164, 0.386]) {
+        let n: f64 = r[1].parse().unwrap();
+        assert!(
+            (n - share * total).abs() <= 1.0 + 0.01 * total,
+            "{r:?} of {total}"
+        );
+    }
+}
