@@ -39,7 +39,10 @@ pub fn credit_by_kind(report: &Report, path: &Path) -> PlotResult {
         .margin(16)
         .x_label_area_size(40)
         .y_label_area_size(60)
-        .build_cartesian_2d((0..kinds.len()).into_segmented(), 0.0..max)?;
+        .build_cartesian_2d(
+            (0..kinds.len().saturating_sub(1)).into_segmented(),
+            0.0..max,
+        )?;
     chart
         .configure_mesh()
         .disable_x_mesh()
