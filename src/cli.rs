@@ -47,6 +47,13 @@ pub enum Command {
         #[command(subcommand)]
         what: cmd::export::ExportCommand,
     },
+    /// Check that every train turn tokenizes and its label span decodes back exactly.
+    Validate(cmd::validate::ValidateArgs),
+    /// Tokenizer tools.
+    Tokenizer {
+        #[command(subcommand)]
+        what: cmd::tokenizer::TokenizerCommand,
+    },
     /// Run the whole pipeline on a small built-in example.
     Demo(cmd::demo::DemoArgs),
 }
@@ -115,6 +122,8 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Select(args) => cmd::select::run(&cli.lake, args).await,
         Command::Mix(args) => cmd::mix::run(&cli.lake, args).await,
         Command::Export { what } => cmd::export::run(&cli.lake, what).await,
+        Command::Validate(args) => cmd::validate::run(&cli.lake, args).await,
+        Command::Tokenizer { what } => cmd::tokenizer::run(what),
         Command::Demo(args) => cmd::demo::run(args).await,
     }
 }

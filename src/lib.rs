@@ -14,5 +14,6 @@ pub mod plot;
 pub mod progress;
 pub mod source;
 pub mod synth;
+pub mod tokenize;
 pub mod turn;
 pub mod udf;

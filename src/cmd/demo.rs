@@ -136,6 +136,17 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         out.display()
     );
 
+    println!("\n== validate: every train turn through the shipped tokenizer and ChatML");
+    let enc = super::validate::encoder(None, None, crate::tokenize::tiktoken::QWEN_PATTERN)?;
+    let report = crate::tokenize::validate::validate(
+        enc.as_ref(),
+        &crate::tokenize::template::ChatTemplate::chatml(),
+        &rows,
+        32768,
+        &|| {},
+    );
+    super::validate::print_report(&report);
+
     println!(
         "\nlake left at {} (try: turnlake --lake {} sql \"SELECT * FROM trajectories LIMIT 5\")",
         lake.root(),

@@ -10,3 +10,5 @@ pub mod sql;
 pub mod stats;
 pub mod synth;
 pub mod tables;
+pub mod tokenizer;
+pub mod validate;

@@ -67,6 +67,7 @@ const SHARED: &[(&str, &str)] = &[
     ("escape_mini", include_str!("../../schemas/product.json")),
     ("finish_mini", include_str!("../../schemas/product.json")),
     ("sft_mix", include_str!("../../schemas/product.json")),
+    ("sft_validated", include_str!("../../schemas/product.json")),
 ];
 
 /// The schema of a named table, from its file.

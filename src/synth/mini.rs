@@ -216,6 +216,25 @@ pub fn write_mini_coder(
     Ok(())
 }
 
+/// Message texts of `n` synthetic trajectories (for training a tokenizer).
+pub fn sample_texts(rng: &Rng, p: &Params, k: &KindTable, n: u64) -> Vec<String> {
+    let m = &p.model;
+    (0..n)
+        .flat_map(|i| {
+            let mut rng = rng.fork(3_000_000 + i);
+            let r = render(
+                &mut rng,
+                p,
+                k,
+                (m.mini_turns_min, m.mini_turns_max),
+                String::new(),
+                true,
+            );
+            r.messages.into_iter().map(|(_, c)| c)
+        })
+        .collect()
+}
+
 /// Write `n` mini-swe-agent runs, alternating v1 and v2, under `dir`.
 pub fn write_mswea(
     dir: &Path,

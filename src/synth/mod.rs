@@ -87,6 +87,12 @@ pub fn expected_figures(p: &Params) -> Result<Figures, String> {
     Ok(tally.figures())
 }
 
+/// Message texts of `n` synthetic trajectories, for training a tokenizer.
+pub fn sample_texts(seed: u64, n: u64, p: &Params) -> Vec<String> {
+    let k = p.kinds().expect("validated parameters");
+    mini::sample_texts(&Rng::new(seed), p, &k, n)
+}
+
 /// Write a corpus under `out` and return its truth.
 pub fn generate(
     out: &Path,

@@ -1,0 +1,185 @@
+//! `turnlake validate [--table T] [--tokenizer F | --tiktoken F] [--template F] [--limit N] [--over-limit keep|drop]`
+
+use anyhow::{bail, Context};
+use clap::{Args, ValueEnum};
+use comfy_table::Table;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use crate::engine;
+use crate::export::sft;
+use crate::lake::Lake;
+use crate::tokenize::hf::HfEncoder;
+use crate::tokenize::template::ChatTemplate;
+use crate::tokenize::tiktoken::{TiktokenEncoder, QWEN_PATTERN};
+use crate::tokenize::validate::{validate, ValidationReport};
+use crate::tokenize::{TextEncoder, CHATML_SPECIALS, DEFAULT_TOKENIZER};
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum OverLimit {
+    /// Keep rows over the limit and report them.
+    Keep,
+    /// Leave them out of sft_validated and count them.
+    Drop,
+}
+
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// The rows to check: sft_mix or a product table.
+    #[arg(long, default_value = "sft_mix")]
+    pub table: String,
+    /// A Hugging Face tokenizer.json (default: the one turnlake ships).
+    #[arg(long, conflicts_with = "tiktoken")]
+    pub tokenizer: Option<PathBuf>,
+    /// A tiktoken-format rank file (Qwen's pattern and ChatML specials).
+    #[arg(long)]
+    pub tiktoken: Option<PathBuf>,
+    /// The pre-tokenization pattern for --tiktoken.
+    #[arg(long, default_value = QWEN_PATTERN)]
+    pub pattern: String,
+    /// Chat template TOML (default: data/chatml.toml).
+    #[arg(long)]
+    pub template: Option<PathBuf>,
+    /// Sequence length limit in tokens.
+    #[arg(long, default_value_t = 32768)]
+    pub limit: usize,
+    #[arg(long, value_enum, default_value = "keep")]
+    pub over_limit: OverLimit,
+}
+
+pub fn encoder(
+    tokenizer: Option<&PathBuf>,
+    tiktoken: Option<&PathBuf>,
+    pattern: &str,
+) -> anyhow::Result<Box<dyn TextEncoder>> {
+    Ok(match (tokenizer, tiktoken) {
+        (_, Some(t)) => {
+            let specials: Vec<(&str, Option<u32>)> =
+                CHATML_SPECIALS.iter().map(|s| (*s, None)).collect();
+            Box::new(TiktokenEncoder::from_file(t, pattern, &specials).map_err(anyhow::Error::msg)?)
+        }
+        (Some(f), None) => Box::new(HfEncoder::from_file(f).map_err(anyhow::Error::msg)?),
+        (None, None) => {
+            Box::new(HfEncoder::from_bytes(DEFAULT_TOKENIZER).map_err(anyhow::Error::msg)?)
+        }
+    })
+}
+
+pub fn print_report(r: &ValidationReport) {
+    println!(
+        "{} rows, {} train turns: {:.2}% decode back exactly; {} tokens, {} trainable",
+        r.rows,
+        r.train_turns,
+        100.0 * r.pass_rate(),
+        r.total_tokens,
+        r.trainable_tokens
+    );
+    let mut t = Table::new();
+    t.set_header(vec![
+        "mix",
+        "rows",
+        "median tokens",
+        "p95",
+        "max",
+        &format!("over {}", r.limit),
+    ]);
+    for l in &r.lengths {
+        t.add_row(vec![
+            l.mix.clone(),
+            l.rows.to_string(),
+            l.median.to_string(),
+            l.p95.to_string(),
+            l.max.to_string(),
+            format!(
+                "{} ({:.2}%)",
+                l.over_limit,
+                100.0 * l.over_limit as f64 / l.rows.max(1) as f64
+            ),
+        ]);
+    }
+    println!("{t}");
+    for f in &r.failures {
+        println!(
+            "FAIL row {} message {} (t={}): {}",
+            f.row_id,
+            f.message,
+            f.t.map_or("-".into(), |t| t.to_string()),
+            f.reason
+        );
+    }
+}
+
+pub async fn run(lake: &str, args: ValidateArgs) -> anyhow::Result<ExitCode> {
+    let enc = encoder(
+        args.tokenizer.as_ref(),
+        args.tiktoken.as_ref(),
+        &args.pattern,
+    )?;
+    let template = match &args.template {
+        None => ChatTemplate::chatml(),
+        Some(p) => ChatTemplate::from_toml(
+            &std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?,
+        )
+        .map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?,
+    };
+    let lake = Lake::open(lake)?;
+    let rows = sft::rows(&lake, &args.table)
+        .await
+        .context("reading the rows to validate")?;
+    let bar = crate::progress::bar(rows.len() as u64, "validate");
+    let started = std::time::Instant::now();
+    let report = validate(enc.as_ref(), &template, &rows, args.limit, &|| bar.inc(1));
+    let secs = started.elapsed().as_secs_f64();
+    bar.finish_and_clear();
+    print_report(&report);
+    eprintln!(
+        "tokenized {} tokens in {secs:.2} s ({:.0} tokens/s)",
+        report.total_tokens,
+        report.total_tokens as f64 / secs.max(1e-9)
+    );
+    if !report.failures.is_empty() {
+        bail!(
+            "{} of {} train turns do not decode back to their content",
+            report.failures.len(),
+            report.train_turns
+        );
+    }
+    // sft_validated: the rows that passed, less those over the limit when dropping.
+    let dropped: Vec<String> = if args.over_limit == OverLimit::Drop {
+        report.over_limit_rows.clone()
+    } else {
+        Vec::new()
+    };
+    let ctx = engine::session(&lake).await?;
+    let filter = if dropped.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " WHERE row_id NOT IN ({})",
+            dropped
+                .iter()
+                .map(|r| format!("'{}'", r.replace('\'', "''")))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    let kept = engine::run_sql(
+        &ctx,
+        &format!("SELECT * FROM \"{}\"{filter} ORDER BY row_id", args.table),
+        "validate: keeping rows",
+    )
+    .await?;
+    let provenance = serde_json::json!({"step": "validate", "input": args.table, "limit": args.limit, "over_limit": format!("{:?}", args.over_limit), "dropped": dropped.len()});
+    lake.overwrite("sft_validated", kept, provenance).await?;
+    println!(
+        "{} row(s) over {} tokens {}; sft_validated written",
+        report.over_limit_rows.len(),
+        args.limit,
+        if dropped.is_empty() {
+            "kept"
+        } else {
+            "dropped"
+        }
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,46 @@
+//! Hugging Face `tokenizer.json` files, through the `tokenizers` crate.
+
+use tokenizers::Tokenizer;
+
+use super::TextEncoder;
+
+pub struct HfEncoder {
+    /// Encodes text with special tokens treated as plain text.
+    text: Tokenizer,
+}
+
+impl HfEncoder {
+    pub fn from_bytes(bytes: &[u8]) -> Result<HfEncoder, String> {
+        let mut text = Tokenizer::from_bytes(bytes).map_err(|e| e.to_string())?;
+        text.set_encode_special_tokens(true);
+        Ok(HfEncoder { text })
+    }
+
+    pub fn from_file(path: &std::path::Path) -> Result<HfEncoder, String> {
+        let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        HfEncoder::from_bytes(&bytes).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    pub fn from_tokenizer(mut text: Tokenizer) -> HfEncoder {
+        text.set_encode_special_tokens(true);
+        HfEncoder { text }
+    }
+}
+
+impl TextEncoder for HfEncoder {
+    fn encode_text(&self, text: &str) -> Result<Vec<u32>, String> {
+        let enc = self
+            .text
+            .encode_fast(text, false)
+            .map_err(|e| e.to_string())?;
+        Ok(enc.get_ids().to_vec())
+    }
+
+    fn special_id(&self, token: &str) -> Option<u32> {
+        self.text.token_to_id(token)
+    }
+
+    fn decode(&self, ids: &[u32]) -> Result<String, String> {
+        self.text.decode(ids, false).map_err(|e| e.to_string())
+    }
+}

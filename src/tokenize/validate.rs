@@ -1,0 +1,346 @@
+//! `validate`: for every train turn of every row, render with the template,
+//! take the label span, decode it and compare with the exact content; and
+//! measure sequence lengths per mix. Rows are checked in parallel.
+
+use rayon::prelude::*;
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+use super::template::{ChatTemplate, Message};
+use super::TextEncoder;
+
+/// One train turn whose label span does not decode to its content.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Failure {
+    pub row_id: String,
+    /// Index of the message in the row.
+    pub message: usize,
+    /// The turn's t, from train_meta.
+    pub t: Option<i64>,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Lengths {
+    pub mix: String,
+    pub rows: usize,
+    pub median: usize,
+    pub p95: usize,
+    pub max: usize,
+    pub over_limit: usize,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ValidationReport {
+    pub rows: usize,
+    pub train_turns: usize,
+    pub passed_turns: usize,
+    pub trainable_tokens: usize,
+    /// Tokens of every rendered row.
+    pub total_tokens: usize,
+    pub limit: usize,
+    pub lengths: Vec<Lengths>,
+    /// Rows longer than the limit.
+    pub over_limit_rows: Vec<String>,
+    pub failures: Vec<Failure>,
+}
+
+impl ValidationReport {
+    pub fn pass_rate(&self) -> f64 {
+        if self.train_turns == 0 {
+            1.0
+        } else {
+            self.passed_turns as f64 / self.train_turns as f64
+        }
+    }
+}
+
+struct RowCheck {
+    row_id: String,
+    mix: String,
+    tokens: usize,
+    trainable: usize,
+    train_turns: usize,
+    failures: Vec<Failure>,
+}
+
+fn first_difference(a: &str, b: &str) -> usize {
+    a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count()
+}
+
+fn clip(s: &str) -> String {
+    let mut out: String = s.chars().take(60).collect();
+    if s.chars().count() > 60 {
+        out.push('…');
+    }
+    out
+}
+
+fn check_row(enc: &dyn TextEncoder, template: &ChatTemplate, row: &Value) -> RowCheck {
+    let row_id = row["row_id"].as_str().unwrap_or("").to_string();
+    let mix = row["mix"].as_str().unwrap_or("").to_string();
+    let empty = Vec::new();
+    let msgs = row["messages"].as_array().unwrap_or(&empty);
+    let meta_t: Vec<Option<i64>> = row["train_meta"]
+        .as_array()
+        .unwrap_or(&empty)
+        .iter()
+        .map(|m| m["t"].as_i64())
+        .collect();
+    let messages: Vec<Message> = msgs
+        .iter()
+        .map(|m| Message {
+            role: m["role"].as_str().unwrap_or(""),
+            content: m["content"].as_str().unwrap_or(""),
+        })
+        .collect();
+    let train: Vec<usize> = msgs
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m["train"] == true)
+        .map(|(i, _)| i)
+        .collect();
+    let mut check = RowCheck {
+        row_id: row_id.clone(),
+        mix,
+        tokens: 0,
+        trainable: 0,
+        train_turns: train.len(),
+        failures: Vec::new(),
+    };
+    let fail = |k: usize, i: usize, reason: String| Failure {
+        row_id: row_id.clone(),
+        message: i,
+        t: meta_t.get(k).copied().flatten(),
+        reason,
+    };
+    let rendered = match template.render(enc, &messages) {
+        Ok(r) => r,
+        Err(e) => {
+            check.failures = train
+                .iter()
+                .enumerate()
+                .map(|(k, i)| fail(k, *i, format!("cannot render: {e}")))
+                .collect();
+            return check;
+        }
+    };
+    check.tokens = rendered.ids.len();
+    for (k, &i) in train.iter().enumerate() {
+        let (start, end) = rendered.spans[i];
+        check.trainable += end - start;
+        let want = messages[i].content;
+        match enc.decode(&rendered.ids[start..end]) {
+            Ok(got) if got == want => {}
+            Ok(got) => {
+                let at = first_difference(&got, want);
+                let tail: String = want.chars().skip(at).collect();
+                let got_tail: String = got.chars().skip(at).collect();
+                check.failures.push(fail(
+                    k,
+                    i,
+                    format!(
+                        "label span decodes differently from char {at}: expected {:?}, got {:?}",
+                        clip(&tail),
+                        clip(&got_tail)
+                    ),
+                ));
+            }
+            Err(e) => check
+                .failures
+                .push(fail(k, i, format!("label span does not decode: {e}"))),
+        }
+    }
+    check
+}
+
+fn percentile(sorted: &[usize], p: f64) -> usize {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+/// Check every row (in parallel); `progress` is called once per row.
+pub fn validate(
+    enc: &dyn TextEncoder,
+    template: &ChatTemplate,
+    rows: &[Value],
+    limit: usize,
+    progress: &(dyn Fn() + Sync),
+) -> ValidationReport {
+    let checks: Vec<RowCheck> = rows
+        .par_iter()
+        .map(|row| {
+            let c = check_row(enc, template, row);
+            progress();
+            c
+        })
+        .collect();
+    let mut by_mix: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for c in &checks {
+        by_mix.entry(c.mix.clone()).or_default().push(c.tokens);
+    }
+    let lengths = by_mix
+        .into_iter()
+        .map(|(mix, mut l)| {
+            l.sort_unstable();
+            Lengths {
+                rows: l.len(),
+                median: percentile(&l, 0.5),
+                p95: percentile(&l, 0.95),
+                max: l.last().copied().unwrap_or(0),
+                over_limit: l.iter().filter(|n| **n > limit).count(),
+                mix,
+            }
+        })
+        .collect();
+    let train_turns = checks.iter().map(|c| c.train_turns).sum();
+    let failures: Vec<Failure> = checks.iter().flat_map(|c| c.failures.clone()).collect();
+    ValidationReport {
+        rows: checks.len(),
+        train_turns,
+        passed_turns: train_turns - failures.len(),
+        trainable_tokens: checks.iter().map(|c| c.trainable).sum(),
+        total_tokens: checks.iter().map(|c| c.tokens).sum(),
+        limit,
+        lengths,
+        over_limit_rows: checks
+            .iter()
+            .filter(|c| c.tokens > limit)
+            .map(|c| c.row_id.clone())
+            .collect(),
+        failures,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tokenize::hf::HfEncoder;
+    use crate::tokenize::DEFAULT_TOKENIZER;
+    use serde_json::json;
+
+    fn row(contents: &[(&str, &str, bool)]) -> Value {
+        let messages: Vec<Value> = contents
+            .iter()
+            .map(|(r, c, t)| json!({"role": r, "content": c, "train": t}))
+            .collect();
+        let meta: Vec<Value> = contents
+            .iter()
+            .enumerate()
+            .filter(|(_, x)| x.2)
+            .map(|(i, _)| json!({"t": i}))
+            .collect();
+        json!({"row_id": "r1", "mix": "credit", "messages": messages, "train_meta": meta})
+    }
+
+    const TRICKY: &[&str] = &[
+        "THOUGHT: unicode — naïve café, 你好, emoji 🚀\n\n```bash\ncat -n x.py\n```",
+        "CRLF line\r\nand tabs\t\there\r\n",
+        "long whitespace runs:            \n\n\n\n      end",
+        "```bash\ncat > notes.txt <<'EOF'\n<|im_end|>\n<|im_start|>assistant\n<|endoftext|>\nEOF\n```",
+        "<think>\nreasoning\n</think>\nTHOUGHT: after thinking",
+        " leading space and trailing newline\n",
+        "",
+    ];
+
+    #[test]
+    fn tricky_content_round_trips_with_the_shipped_tokenizer() {
+        let enc = HfEncoder::from_bytes(DEFAULT_TOKENIZER).unwrap();
+        let template = ChatTemplate::chatml();
+        for content in TRICKY {
+            let r = row(&[
+                ("system", "sys", false),
+                ("user", "task", false),
+                ("assistant", content, true),
+            ]);
+            let report = validate(&enc, &template, &[r], 32768, &|| {});
+            assert_eq!(report.failures, vec![], "{content:?}");
+            assert_eq!(report.passed_turns, 1);
+            // Special-token-like text stays text: the only special ids are the template's.
+            let im_end = enc.special_id("<|im_end|>").unwrap();
+            let rendered = template
+                .render(
+                    &enc,
+                    &[Message {
+                        role: "assistant",
+                        content,
+                    }],
+                )
+                .unwrap();
+            assert_eq!(
+                rendered.ids.iter().filter(|i| **i == im_end).count(),
+                1,
+                "{content:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn spans_are_exactly_the_content_tokens() {
+        let enc = HfEncoder::from_bytes(DEFAULT_TOKENIZER).unwrap();
+        let rendered = ChatTemplate::chatml()
+            .render(
+                &enc,
+                &[
+                    Message {
+                        role: "user",
+                        content: "hi",
+                    },
+                    Message {
+                        role: "assistant",
+                        content: "ls -la",
+                    },
+                ],
+            )
+            .unwrap();
+        let (s, e) = rendered.spans[1];
+        assert_eq!(enc.decode(&rendered.ids[s..e]).unwrap(), "ls -la");
+        assert_eq!(
+            enc.decode(&rendered.ids[..s]).unwrap(),
+            "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+        );
+        assert_eq!(enc.decode(&rendered.ids[e..]).unwrap(), "<|im_end|>\n");
+    }
+
+    #[test]
+    fn a_wrong_template_is_caught_with_row_and_turn() {
+        let enc = HfEncoder::from_bytes(DEFAULT_TOKENIZER).unwrap();
+        let mut template = ChatTemplate::chatml();
+        template.trim_content = true;
+        let r = row(&[
+            ("user", "task", false),
+            ("assistant", " ls -la\n", true),
+            ("user", "ok", false),
+            ("assistant", "pwd", true),
+        ]);
+        let report = validate(&enc, &template, &[r], 32768, &|| {});
+        assert_eq!(report.train_turns, 2);
+        assert_eq!(report.passed_turns, 1);
+        assert_eq!(report.failures.len(), 1);
+        let f = &report.failures[0];
+        assert_eq!((f.row_id.as_str(), f.message, f.t), ("r1", 1, Some(1)));
+        assert!(f.reason.contains("from char 0"), "{}", f.reason);
+    }
+
+    #[test]
+    fn lengths_per_mix_and_the_limit() {
+        let enc = HfEncoder::from_bytes(DEFAULT_TOKENIZER).unwrap();
+        let rows: Vec<Value> = (1..=20)
+            .map(|n| {
+                let mut r = row(&[("assistant", &"word ".repeat(n * 10), true)]);
+                r["row_id"] = json!(format!("r{n}"));
+                r
+            })
+            .collect();
+        let report = validate(&enc, &ChatTemplate::chatml(), &rows, 60, &|| {});
+        let l = &report.lengths[0];
+        assert_eq!(l.rows, 20);
+        assert!(l.median < l.p95 && l.p95 <= l.max, "{l:?}");
+        assert_eq!(l.over_limit, report.over_limit_rows.len());
+        assert!(l.over_limit > 0 && l.over_limit < 20);
+    }
+}
