@@ -206,6 +206,8 @@ fn synthetic_products_reconcile_and_match_their_shares() {
         ])
         .output()
         .unwrap());
+    let truth: Value =
+        serde_json::from_slice(&std::fs::read(corpus.join("truth.json")).unwrap()).unwrap();
     let lake = tmp.path().join("lake");
     ok(run(
         &lake,
@@ -265,6 +267,21 @@ fn synthetic_products_reconcile_and_match_their_shares() {
             .parse()
             .unwrap();
         assert!(n > 0, "{mix} is empty");
+    }
+    // Product sizes against the plan: escapes are planted exactly; measured repeats also
+    // catch the rare command that happens to equal an earlier one, so allow 10%.
+    for (table, key) in [
+        ("escape_duel", "escape_duel_rows"),
+        ("escape_mini", "escape_mini_rows"),
+    ] {
+        let measured: f64 = scalar(&lake, &format!("SELECT count(*) FROM {table}"))
+            .parse()
+            .unwrap();
+        let planted = truth["counts"][key].as_f64().unwrap();
+        assert!(
+            (measured - planted).abs() <= 0.1 * planted + 2.0,
+            "{table}: {measured} rows, planted {planted}"
+        );
     }
     // Demotions follow the planted malformed and unclosed-<think> turns.
     assert!(

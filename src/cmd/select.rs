@@ -46,6 +46,11 @@ pub fn print_summary(s: &SelectSummary) {
         ]);
     }
     println!("{t}");
+    println!(
+        "escape_duel rows from sides the credit gates rejected: {:.1}%; finish_mini mined from {} instances",
+        100.0 * s.escape_duel_from_rejected,
+        s.finish_instances
+    );
     let mut t = Table::new();
     t.set_header(vec!["product", "candidate train turns", "count"]);
     for ((mix, outcome), n) in &s.accounting {

@@ -106,6 +106,10 @@ pub struct SelectSummary {
     pub dropped_rows: BTreeMap<String, i64>,
     /// (mix, outcome) -> candidate turns
     pub accounting: BTreeMap<(String, String), i64>,
+    /// Share of escape_duel rows whose side the credit gates rejected.
+    pub escape_duel_from_rejected: f64,
+    /// Distinct instances the finish_mini rows were mined from.
+    pub finish_instances: i64,
 }
 
 fn params_batch(c: &SelectConfig) -> Result<RecordBatch, arrow::error::ArrowError> {

@@ -239,6 +239,7 @@ pub fn write_run(
             }
             let full = plan.full(i);
             tally.add(&full, true, looped);
+            counts.escape_duel_rows += super::plan::escape_duel_rows(&full);
             counts.sides += 1;
             counts.albedo_turns += full.len() as u64;
             counts.albedo_messages += turns.len() as u64;

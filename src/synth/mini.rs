@@ -191,6 +191,7 @@ pub fn write_mini_coder(
                 models.append_value("synth/mini-coder-1");
                 verified.append_value(rng.chance(m.verified_rate));
                 counts.mini_coder_trajectories += 1;
+                counts.escape_mini_rows += super::plan::escape_mini_rows(&r.plan);
                 counts.mini_coder_turns += r.plan.len() as u64;
                 counts.mini_coder_messages += r.messages.len() as u64;
                 counts.bytes += r

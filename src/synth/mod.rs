@@ -42,6 +42,9 @@ pub struct Counts {
     pub mswea_trajectories: u64,
     pub mswea_turns: u64,
     pub mswea_messages: u64,
+    /// Planted product rows (before the format gate can only drop malformed ones).
+    pub escape_duel_rows: u64,
+    pub escape_mini_rows: u64,
     /// Bytes of input text written (message text and Albedo artifacts).
     pub bytes: u64,
 }

@@ -189,6 +189,26 @@ pub fn plan_sample(rng: &mut Rng, k: &KindTable, m: &Model) -> SamplePlan {
     SamplePlan { context, sides }
 }
 
+/// Planted escape_duel rows of one side: credited own turns, not repeats,
+/// right after a failed observation or a repeated command.
+pub fn escape_duel_rows(full: &[PlannedTurn]) -> u64 {
+    full.windows(2)
+        .filter(|w| {
+            w[1].scored && w[1].credit > 0 && !w[1].repeat && (w[1].prev_failed || w[0].repeat)
+        })
+        .count() as u64
+}
+
+/// Planted escape_mini rows of one run: a command ran twice in a row, then a
+/// different, well-formed one follows.
+pub fn escape_mini_rows(plan: &[PlannedTurn]) -> u64 {
+    plan.windows(2)
+        .filter(|w| {
+            w[0].repeat && !w[1].repeat && w[1].shape == Shape::Normal && !w[1].think_unclosed
+        })
+        .count() as u64
+}
+
 #[derive(Debug, Default, Clone, Copy)]
 struct Acc {
     turns: u64,
