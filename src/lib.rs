@@ -5,6 +5,7 @@
 
 pub mod cli;
 pub mod cmd;
+pub mod columns;
 pub mod engine;
 pub mod export;
 pub mod lake;

@@ -16,14 +16,7 @@ pub struct CreditArgs {
 }
 
 pub fn load_config(path: Option<&PathBuf>) -> anyhow::Result<CreditConfig> {
-    match path {
-        None => Ok(CreditConfig::default_config()),
-        Some(p) => {
-            let text =
-                std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
-            CreditConfig::from_toml(&text).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))
-        }
-    }
+    super::load_config(path, CreditConfig::default_config, CreditConfig::from_toml)
 }
 
 pub async fn run(lake: &str, args: CreditArgs) -> anyhow::Result<ExitCode> {

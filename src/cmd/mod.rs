@@ -12,3 +12,19 @@ pub mod synth;
 pub mod tables;
 pub mod tokenizer;
 pub mod validate;
+
+/// A TOML config read from `path`, or the embedded default; errors name the file.
+pub fn load_config<T>(
+    path: Option<&std::path::PathBuf>,
+    default: fn() -> T,
+    parse: fn(&str) -> Result<T, String>,
+) -> anyhow::Result<T> {
+    match path {
+        None => Ok(default()),
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .map_err(|e| anyhow::anyhow!("reading {}: {e}", p.display()))?;
+            parse(&text).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))
+        }
+    }
+}

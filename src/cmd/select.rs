@@ -17,14 +17,7 @@ pub struct SelectArgs {
 }
 
 pub fn load_config(path: Option<&PathBuf>) -> anyhow::Result<SelectConfig> {
-    match path {
-        None => Ok(SelectConfig::default_config()),
-        Some(p) => {
-            let text =
-                std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
-            SelectConfig::from_toml(&text).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))
-        }
-    }
+    super::load_config(path, SelectConfig::default_config, SelectConfig::from_toml)
 }
 
 pub fn print_summary(s: &SelectSummary) {

@@ -31,14 +31,7 @@ pub struct SynthArgs {
 }
 
 pub fn load_params(path: Option<&PathBuf>) -> anyhow::Result<Params> {
-    match path {
-        None => Ok(Params::default_params()),
-        Some(p) => {
-            let text =
-                std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
-            Params::from_toml(&text).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))
-        }
-    }
+    super::load_config(path, Params::default_params, Params::from_toml)
 }
 
 pub fn run(args: SynthArgs) -> anyhow::Result<ExitCode> {

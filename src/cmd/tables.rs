@@ -1,7 +1,5 @@
 //! `turnlake tables`: each table with rows, version and partition columns.
 
-use arrow::array::AsArray;
-use arrow::datatypes::Int64Type;
 use comfy_table::Table;
 use std::process::ExitCode;
 
@@ -20,10 +18,7 @@ pub async fn run(lake: &str) -> anyhow::Result<ExitCode> {
             &info.name,
         )
         .await?;
-        let rows = b
-            .first()
-            .map(|b| b.column(0).as_primitive::<Int64Type>().value(0))
-            .unwrap_or(0);
+        let rows = crate::columns::scalar_i64(&b);
         table.add_row(vec![
             info.name,
             rows.to_string(),

@@ -6,12 +6,13 @@
 
 use arrow::array::{Array, AsArray};
 use arrow::compute::cast;
-use arrow::datatypes::{DataType, Field, Fields, Float64Type, Int32Type, Schema};
+use arrow::datatypes::{DataType, Field, Fields, Schema};
 use arrow::record_batch::RecordBatch;
 use serde_json::{json, Value};
 use std::io::Write;
 use std::sync::Arc;
 
+use crate::columns::{bools, f64s, i64s, strings};
 use crate::engine::{self, EngineError};
 use crate::lake::{Lake, LakeError};
 use crate::pipeline::mix::describe_rows;
@@ -55,12 +56,27 @@ pub struct ExportSummary {
     pub train_turns: usize,
 }
 
-fn text(b: &RecordBatch, name: &str) -> Vec<Option<String>> {
-    let c = cast(b.column_by_name(name).expect("column"), &DataType::Utf8).expect("text");
-    c.as_string::<i32>()
-        .iter()
-        .map(|s| s.map(str::to_string))
-        .collect()
+/// The `tags` list of each row (empty where null).
+fn tag_lists(batches: &[RecordBatch]) -> Result<Vec<Vec<String>>, ExportError> {
+    let mut out = Vec::new();
+    for b in batches {
+        let tags = b.column_by_name("tags").expect("train_turns_v has tags");
+        for i in 0..b.num_rows() {
+            if tags.is_null(i) {
+                out.push(Vec::new());
+                continue;
+            }
+            let l = cast(&tags.as_list::<i32>().value(i), &DataType::Utf8)?;
+            out.push(
+                l.as_string::<i32>()
+                    .iter()
+                    .flatten()
+                    .map(str::to_string)
+                    .collect(),
+            );
+        }
+    }
+    Ok(out)
 }
 
 /// The rows of `table` as JSON values, in row_id order.
@@ -91,77 +107,59 @@ pub async fn rows(lake: &Lake, table: &str) -> Result<Vec<Value>, ExportError> {
     .await?;
 
     let mut out: Vec<Value> = Vec::new();
-    for b in &messages {
-        let (row_id, mix, traj, role, content) = (
-            text(b, "row_id"),
-            text(b, "mix"),
-            text(b, "traj_id"),
-            text(b, "role"),
-            text(b, "content"),
-        );
-        let idx = cast(b.column_by_name("idx").unwrap(), &DataType::Int64)?;
-        let idx = idx.as_primitive::<arrow::datatypes::Int64Type>();
-        let train = b.column_by_name("train").unwrap().as_boolean().clone();
-        let intact = b.column_by_name("intact").unwrap().as_boolean().clone();
-        for i in 0..b.num_rows() {
-            let id = row_id[i].clone().unwrap_or_default();
-            if !intact.value(i) {
-                return Err(ExportError::Corrupt {
-                    row_id: id,
-                    traj_id: traj[i].clone().unwrap_or_default(),
-                    idx: idx.value(i),
-                });
-            }
-            if out
-                .last()
-                .map(|r| r["row_id"] != id.as_str())
-                .unwrap_or(true)
-            {
-                out.push(json!({"messages": [], "train_meta": [], "mix": mix[i], "row_id": id}));
-            }
-            let row = out.last_mut().expect("just pushed");
-            row["messages"]
-                .as_array_mut()
-                .expect("list")
-                .push(json!({"role": role[i], "content": content[i], "train": train.value(i)}));
+    let (row_id, mix, traj, role, content) = (
+        strings(&messages, "row_id"),
+        strings(&messages, "mix"),
+        strings(&messages, "traj_id"),
+        strings(&messages, "role"),
+        strings(&messages, "content"),
+    );
+    let (idx, train, intact) = (
+        i64s(&messages, "idx"),
+        bools(&messages, "train"),
+        bools(&messages, "intact"),
+    );
+    for i in 0..row_id.len() {
+        let id = row_id[i].clone().unwrap_or_default();
+        if intact[i] != Some(true) {
+            return Err(ExportError::Corrupt {
+                row_id: id,
+                traj_id: traj[i].clone().unwrap_or_default(),
+                idx: idx[i].unwrap_or(-1),
+            });
         }
+        if out
+            .last()
+            .map(|r| r["row_id"] != id.as_str())
+            .unwrap_or(true)
+        {
+            out.push(json!({"messages": [], "train_meta": [], "mix": mix[i], "row_id": id}));
+        }
+        let row = out.last_mut().expect("just pushed");
+        row["messages"]
+            .as_array_mut()
+            .expect("list")
+            .push(json!({"role": role[i], "content": content[i], "train": train[i] == Some(true)}));
     }
+    let (row_id, kinds, t, weight, recovery) = (
+        strings(&meta, "row_id"),
+        strings(&meta, "cmd_kind"),
+        i64s(&meta, "t"),
+        f64s(&meta, "weight"),
+        bools(&meta, "is_recovery"),
+    );
+    let tags = tag_lists(&meta)?;
     let mut at = 0;
-    for b in &meta {
-        let row_id = text(b, "row_id");
-        let kinds = text(b, "cmd_kind");
-        let t = cast(b.column_by_name("t").unwrap(), &DataType::Int32)?;
-        let t = t.as_primitive::<Int32Type>();
-        let weight = cast(b.column_by_name("weight").unwrap(), &DataType::Float64)?;
-        let weight = weight.as_primitive::<Float64Type>();
-        let tags = b.column_by_name("tags").unwrap();
-        let recovery = b
-            .column_by_name("is_recovery")
-            .unwrap()
-            .as_boolean()
-            .clone();
-        for i in 0..b.num_rows() {
-            let id = row_id[i].clone().unwrap_or_default();
-            while at < out.len() && out[at]["row_id"] != id.as_str() {
-                at += 1;
-            }
-            let Some(row) = out.get_mut(at) else { break };
-            let tag_list: Vec<String> = if tags.is_null(i) {
-                Vec::new()
-            } else {
-                let l = tags.as_list::<i32>().value(i);
-                let l = cast(&l, &DataType::Utf8)?;
-                l.as_string::<i32>()
-                    .iter()
-                    .flatten()
-                    .map(str::to_string)
-                    .collect()
-            };
-            row["train_meta"].as_array_mut().expect("list").push(json!({
-                "t": t.value(i), "cmd_kind": kinds[i], "weight": weight.value(i),
-                "tags": tag_list, "is_recovery": recovery.value(i),
-            }));
+    for i in 0..row_id.len() {
+        let id = row_id[i].clone().unwrap_or_default();
+        while at < out.len() && out[at]["row_id"] != id.as_str() {
+            at += 1;
         }
+        let Some(row) = out.get_mut(at) else { break };
+        row["train_meta"].as_array_mut().expect("list").push(json!({
+            "t": t[i], "cmd_kind": kinds[i], "weight": weight[i].unwrap_or(0.0),
+            "tags": tags[i], "is_recovery": recovery[i] == Some(true),
+        }));
     }
     Ok(out)
 }

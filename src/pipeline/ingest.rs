@@ -7,12 +7,10 @@
 //! a changed run replaces its old rows. Counts reconcile:
 //! `read = written + unchanged + rejected`.
 
-use arrow::array::{Array, AsArray};
-use arrow::compute::cast;
-use arrow::datatypes::DataType;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
+use crate::columns::strings;
 use crate::engine::{self, EngineError};
 use crate::lake::{Lake, LakeError};
 use crate::source::rows::{
@@ -75,16 +73,10 @@ struct Known {
 
 async fn known(lake: &Lake) -> Result<Known, IngestError> {
     let ctx = engine::session(lake).await?;
-    let column = |batches: &[arrow::record_batch::RecordBatch], i: usize| -> Vec<String> {
-        batches
-            .iter()
-            .flat_map(|b| {
-                let c = cast(b.column(i), &DataType::Utf8).expect("string column");
-                let s = c.as_string::<i32>().clone();
-                (0..s.len())
-                    .map(move |j| s.value(j).to_string())
-                    .collect::<Vec<_>>()
-            })
+    let column = |batches: &[arrow::record_batch::RecordBatch], name: &str| -> Vec<String> {
+        strings(batches, name)
+            .into_iter()
+            .map(Option::unwrap_or_default)
             .collect()
     };
     let tables: HashSet<String> = lake.tables().await?.into_iter().map(|t| t.name).collect();
@@ -100,7 +92,7 @@ async fn known(lake: &Lake) -> Result<Known, IngestError> {
             "loading trajectory ids",
         )
         .await?;
-        k.trajectories = column(&b, 0).into_iter().collect();
+        k.trajectories = column(&b, "traj_id").into_iter().collect();
     }
     if tables.contains("evals") {
         let b = engine::run_sql(
@@ -109,11 +101,14 @@ async fn known(lake: &Lake) -> Result<Known, IngestError> {
             "loading eval runs",
         )
         .await?;
-        k.runs = column(&b, 0).into_iter().zip(column(&b, 1)).collect();
+        k.runs = column(&b, "eval_run_id")
+            .into_iter()
+            .zip(column(&b, "run_sha"))
+            .collect();
     }
     if tables.contains("rejects") {
         let b = engine::run_sql(&ctx, "SELECT reject_id FROM rejects", "loading rejects").await?;
-        k.rejects = column(&b, 0).into_iter().collect();
+        k.rejects = column(&b, "reject_id").into_iter().collect();
     }
     Ok(k)
 }

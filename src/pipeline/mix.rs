@@ -1,9 +1,7 @@
 //! Mixture composition: `sft_mix` from the four products, each mix sampled
 //! to its share (or all rows) by a seeded hash, and the composition report.
 
-use arrow::array::{ArrayRef, AsArray, Int64Array, StringArray};
-use arrow::compute::cast;
-use arrow::datatypes::{DataType, Float64Type, Int64Type};
+use arrow::array::{ArrayRef, Int64Array, StringArray};
 use arrow::record_batch::RecordBatch;
 use datafusion::datasource::MemTable;
 use datafusion::prelude::SessionContext;
@@ -13,6 +11,7 @@ use std::sync::Arc;
 
 use super::select::{MixConfig, SelectError, PRODUCTS};
 use super::sqlstep::run_script;
+use crate::columns::{f64s, i64s, scalar_i64, strings};
 use crate::engine;
 use crate::lake::Lake;
 
@@ -69,25 +68,6 @@ pub struct MixReport {
     pub tags: Vec<(String, i64, f64)>,
 }
 
-fn strs(b: &RecordBatch, i: usize) -> Vec<String> {
-    let c = cast(b.column(i), &DataType::Utf8).expect("text column");
-    c.as_string::<i32>()
-        .iter()
-        .map(|s| s.unwrap_or("").to_string())
-        .collect()
-}
-fn ints(b: &RecordBatch, i: usize) -> Vec<i64> {
-    let c = cast(b.column(i), &DataType::Int64).expect("integer column");
-    c.as_primitive::<Int64Type>()
-        .iter()
-        .map(|v| v.unwrap_or(0))
-        .collect()
-}
-fn floats(b: &RecordBatch, i: usize) -> Vec<Option<f64>> {
-    let c = cast(b.column(i), &DataType::Float64).expect("number column");
-    c.as_primitive::<Float64Type>().iter().collect()
-}
-
 /// Register `rows_in` as `table` and define the train-turn views over it.
 pub async fn describe_rows(ctx: &SessionContext, table: &str) -> Result<(), SelectError> {
     let _ = ctx.deregister_table("rows_in");
@@ -108,37 +88,52 @@ async fn report(
     describe_rows(ctx, "sft_mix").await?;
     run_script(ctx, "sql/mix.sql", MIX_SQL).await?;
     let q = |sql: &'static str| engine::run_sql(ctx, sql, "sql/mix.sql");
-    let mut mixes = Vec::new();
-    for b in q("SELECT mix, rows, train_turns, share_rows, share_train, recovery_turns, avg_source_score FROM mix_summary ORDER BY mix").await? {
-        let (m, r, t, sr, st, rec, avg) = (strs(&b, 0), ints(&b, 1), ints(&b, 2), floats(&b, 3), floats(&b, 4), ints(&b, 5), floats(&b, 6));
-        for i in 0..b.num_rows() {
-            mixes.push(MixRow {
-                mix: m[i].clone(),
-                rows: r[i],
-                train_turns: t[i],
-                share_rows: sr[i].unwrap_or(0.0),
-                share_train: st[i].unwrap_or(0.0),
-                recovery_turns: rec[i],
-                avg_source_score: avg[i],
-            });
-        }
-    }
-    let triples = |batches: Vec<RecordBatch>| -> Vec<(String, i64, f64)> {
-        batches
-            .iter()
-            .flat_map(|b| {
-                let (a, n, s) = (strs(b, 0), ints(b, 1), floats(b, 2));
-                (0..b.num_rows())
-                    .map(move |i| (a[i].clone(), n[i], s[i].unwrap_or(0.0)))
-                    .collect::<Vec<_>>()
+    let b = q("SELECT * FROM mix_summary ORDER BY mix").await?;
+    let (mix, rows, train, share_rows, share_train, recovery, score) = (
+        strings(&b, "mix"),
+        i64s(&b, "rows"),
+        i64s(&b, "train_turns"),
+        f64s(&b, "share_rows"),
+        f64s(&b, "share_train"),
+        i64s(&b, "recovery_turns"),
+        f64s(&b, "avg_source_score"),
+    );
+    let mixes = (0..mix.len())
+        .map(|i| MixRow {
+            mix: mix[i].clone().unwrap_or_default(),
+            rows: rows[i].unwrap_or(0),
+            train_turns: train[i].unwrap_or(0),
+            share_rows: share_rows[i].unwrap_or(0.0),
+            share_train: share_train[i].unwrap_or(0.0),
+            recovery_turns: recovery[i].unwrap_or(0),
+            avg_source_score: score[i],
+        })
+        .collect();
+    let shares = |b: Vec<RecordBatch>, key: &str, share: &str| -> Vec<(String, i64, f64)> {
+        let (k, n, s) = (strings(&b, key), i64s(&b, "turns"), f64s(&b, share));
+        (0..k.len())
+            .map(|i| {
+                (
+                    k[i].clone().unwrap_or_default(),
+                    n[i].unwrap_or(0),
+                    s[i].unwrap_or(0.0),
+                )
             })
             .collect()
     };
     Ok(MixReport {
         available,
         mixes,
-        commands: triples(q("SELECT * FROM mix_cmd ORDER BY turns DESC, cmd_kind").await?),
-        tags: triples(q("SELECT * FROM mix_tags ORDER BY turns DESC, tag").await?),
+        commands: shares(
+            q("SELECT * FROM mix_cmd ORDER BY turns DESC, cmd_kind").await?,
+            "cmd_kind",
+            "share",
+        ),
+        tags: shares(
+            q("SELECT * FROM mix_tags ORDER BY turns DESC, tag").await?,
+            "tag",
+            "share_of_train_turns",
+        ),
     })
 }
 
@@ -155,7 +150,7 @@ pub async fn build(lake: &Lake, config: &MixConfig) -> Result<MixReport, SelectE
         };
         inputs.insert(table.to_string(), serde_json::json!(info.version));
         let n = engine::run_sql(&ctx, &format!("SELECT count(*) FROM {table}"), table).await?;
-        available.insert(mix.to_string(), ints(&n[0], 0)[0]);
+        available.insert(mix.to_string(), scalar_i64(&n));
         parts.push(format!("SELECT * FROM {table}"));
     }
     let quota = quotas(config, &available);

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::sqlstep::run_script;
+use crate::columns::{f64s, i64s, scalar_i64, strings};
 use crate::engine::{self, EngineError};
 use crate::lake::{Lake, LakeError};
 
@@ -140,28 +141,13 @@ pub async fn prepare(ctx: &SessionContext, config: &SelectConfig) -> Result<(), 
     Ok(())
 }
 
-fn pairs(batches: &[RecordBatch]) -> Vec<(String, String, i64)> {
-    use arrow::array::AsArray;
-    let mut out = Vec::new();
-    for b in batches {
-        let s = |i: usize| {
-            arrow::compute::cast(b.column(i), &arrow::datatypes::DataType::Utf8).expect("text")
-        };
-        let n = arrow::compute::cast(
-            b.column(b.num_columns() - 1),
-            &arrow::datatypes::DataType::Int64,
-        )
-        .expect("count");
-        let (a, c) = (s(0), if b.num_columns() > 2 { s(1) } else { s(0) });
-        for r in 0..b.num_rows() {
-            out.push((
-                a.as_string::<i32>().value(r).to_string(),
-                c.as_string::<i32>().value(r).to_string(),
-                n.as_primitive::<arrow::datatypes::Int64Type>().value(r),
-            ));
-        }
-    }
-    out
+/// (key, count) pairs of a two-column result.
+fn counts(batches: &[RecordBatch], key: &str, n: &str) -> BTreeMap<String, i64> {
+    strings(batches, key)
+        .into_iter()
+        .zip(i64s(batches, n))
+        .map(|(k, n)| (k.unwrap_or_default(), n.unwrap_or(0)))
+        .collect()
 }
 
 /// Build the products in `lake`.
@@ -206,52 +192,67 @@ pub async fn build(lake: &Lake, config: &SelectConfig) -> Result<SelectSummary, 
     lake.overwrite("gate_demotions", demotions, provenance)
         .await?;
 
-    let mut summary = SelectSummary::default();
-    let mined = pairs(
+    let mined = counts(
         &q(
-            "SELECT mix, count(*) FILTER (WHERE n_train > 0) FROM gated_rows GROUP BY mix".into(),
+            "SELECT mix, count(*) AS n FROM gated_rows WHERE n_train > 0 GROUP BY mix".into(),
             "gated_rows",
         )
         .await?,
+        "mix",
+        "n",
     );
-    let kept = pairs(
-        &q(
-            "SELECT mix, count(*), sum(n_train) FROM products GROUP BY mix".into(),
-            "products",
-        )
-        .await?,
+    let kept_batches = q(
+        "SELECT mix, count(*) AS n, sum(n_train) AS train FROM products GROUP BY mix".into(),
+        "products",
+    )
+    .await?;
+    let (kept, train) = (
+        counts(&kept_batches, "mix", "n"),
+        counts(&kept_batches, "mix", "train"),
     );
-    let kept_rows = pairs(
-        &q(
-            "SELECT mix, count(*) FROM products GROUP BY mix".into(),
-            "products",
-        )
-        .await?,
-    );
+    let mut summary = SelectSummary::default();
     for (mix, _) in PRODUCTS {
-        let get =
-            |v: &[(String, String, i64)]| v.iter().find(|x| x.0 == mix).map(|x| x.2).unwrap_or(0);
+        let get = |m: &BTreeMap<String, i64>| m.get(mix).copied().unwrap_or(0);
         summary
             .products
-            .insert(mix.to_string(), (get(&mined), get(&kept_rows), get(&kept)));
+            .insert(mix.to_string(), (get(&mined), get(&kept), get(&train)));
     }
-    for (mix, _, n) in pairs(
+    summary.dropped_rows = counts(
         &q(
-            "SELECT mix, count(*) FROM gated_rows WHERE n_train = 0 GROUP BY mix".into(),
+            "SELECT mix, count(*) AS n FROM gated_rows WHERE n_train = 0 GROUP BY mix".into(),
             "gated_rows",
         )
         .await?,
-    ) {
-        summary.dropped_rows.insert(mix, n);
+        "mix",
+        "n",
+    );
+    let acc = q(
+        "SELECT mix, outcome, turns FROM candidate_accounting".into(),
+        "candidate_accounting",
+    )
+    .await?;
+    for ((mix, outcome), n) in strings(&acc, "mix")
+        .into_iter()
+        .zip(strings(&acc, "outcome"))
+        .zip(i64s(&acc, "turns"))
+    {
+        summary.accounting.insert(
+            (mix.unwrap_or_default(), outcome.unwrap_or_default()),
+            n.unwrap_or(0),
+        );
     }
-    for (mix, outcome, n) in pairs(
-        &q(
-            "SELECT mix, outcome, turns FROM candidate_accounting".into(),
-            "candidate_accounting",
-        )
-        .await?,
-    ) {
-        summary.accounting.insert((mix, outcome), n);
-    }
+    let rejected = q(
+        "SELECT CAST(count(*) FILTER (WHERE NOT passed_credit_gates) AS DOUBLE) / greatest(count(*), 1) AS share FROM products WHERE mix = 'escape_duel'".into(),
+        "products",
+    )
+    .await?;
+    summary.escape_duel_from_rejected = f64s(&rejected, "share")
+        .first()
+        .copied()
+        .flatten()
+        .unwrap_or(0.0);
+    summary.finish_instances = scalar_i64(
+        &q("SELECT count(DISTINCT instance_id) AS n FROM gated_rows WHERE mix = 'finish_mini' AND n_train > 0".into(), "gated_rows").await?,
+    );
     Ok(summary)
 }

@@ -1,0 +1,67 @@
+//! Reading query results by column name, whatever Arrow type DataFusion chose
+//! (`Utf8View`, `Int32`, ...). The queries are turnlake's own, so a missing
+//! column is a bug and panics with its name.
+
+use arrow::array::{Array, ArrayRef, AsArray};
+use arrow::compute::cast;
+use arrow::datatypes::{DataType, Float64Type, Int64Type};
+use arrow::record_batch::RecordBatch;
+
+fn column(batches: &[RecordBatch], name: &str, ty: &DataType) -> Vec<ArrayRef> {
+    batches
+        .iter()
+        .map(|b| {
+            let c = b
+                .column_by_name(name)
+                .unwrap_or_else(|| panic!("query result has no column {name}"));
+            cast(c, ty).unwrap_or_else(|e| panic!("column {name}: {e}"))
+        })
+        .collect()
+}
+
+pub fn strings(batches: &[RecordBatch], name: &str) -> Vec<Option<String>> {
+    column(batches, name, &DataType::Utf8)
+        .iter()
+        .flat_map(|a| {
+            a.as_string::<i32>()
+                .iter()
+                .map(|v| v.map(str::to_string))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+pub fn i64s(batches: &[RecordBatch], name: &str) -> Vec<Option<i64>> {
+    column(batches, name, &DataType::Int64)
+        .iter()
+        .flat_map(|a| a.as_primitive::<Int64Type>().iter().collect::<Vec<_>>())
+        .collect()
+}
+
+pub fn f64s(batches: &[RecordBatch], name: &str) -> Vec<Option<f64>> {
+    column(batches, name, &DataType::Float64)
+        .iter()
+        .flat_map(|a| a.as_primitive::<Float64Type>().iter().collect::<Vec<_>>())
+        .collect()
+}
+
+pub fn bools(batches: &[RecordBatch], name: &str) -> Vec<Option<bool>> {
+    column(batches, name, &DataType::Boolean)
+        .iter()
+        .flat_map(|a| {
+            let b = a.as_boolean();
+            (0..b.len())
+                .map(|i| b.is_valid(i).then(|| b.value(i)))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// The single value of a one-row, one-column result.
+pub fn scalar_i64(batches: &[RecordBatch]) -> i64 {
+    let name = batches
+        .first()
+        .map(|b| b.schema().field(0).name().clone())
+        .unwrap_or_default();
+    i64s(batches, &name).first().copied().flatten().unwrap_or(0)
+}
