@@ -10,6 +10,21 @@ fn ok(o: std::process::Output) -> std::process::Output {
     o
 }
 
+/// A tiktoken rank file of single bytes, leaving out `skip`.
+fn write_byte_ranks(path: &Path, skip: Option<u8>) {
+    let lines: Vec<String> = (0u8..=255)
+        .filter(|b| Some(*b) != skip)
+        .map(|b| {
+            format!(
+                "{} {}",
+                base64::engine::general_purpose::STANDARD.encode([b]),
+                b
+            )
+        })
+        .collect();
+    std::fs::write(path, lines.join("\n")).unwrap();
+}
+
 fn mixed_lake(tmp: &Path) -> std::path::PathBuf {
     let lake = tmp.join("lake");
     let f = fixtures().join("select");
@@ -70,17 +85,7 @@ fn a_vocabulary_that_cannot_represent_a_character_fails_naming_row_and_turn() {
     let tmp = tempfile::tempdir().unwrap();
     let lake = mixed_lake(tmp.path());
     let ti = tmp.path().join("bytes.tiktoken");
-    let lines: Vec<String> = (0u8..=255)
-        .filter(|b| *b != b'`')
-        .map(|b| {
-            format!(
-                "{} {}",
-                base64::engine::general_purpose::STANDARD.encode([b]),
-                b
-            )
-        })
-        .collect();
-    std::fs::write(&ti, lines.join("\n")).unwrap();
+    write_byte_ranks(&ti, Some(b'`'));
     // A vocabulary that cannot represent the backtick: every bash-fenced train turn fails, by row and turn.
     let o = run(&lake, &["validate", "--tiktoken", ti.to_str().unwrap()]);
     assert!(!o.status.success());
@@ -100,16 +105,7 @@ fn a_vocabulary_that_cannot_represent_a_character_fails_naming_row_and_turn() {
     );
 
     // The full byte vocabulary passes.
-    let lines: Vec<String> = (0u8..=255)
-        .map(|b| {
-            format!(
-                "{} {}",
-                base64::engine::general_purpose::STANDARD.encode([b]),
-                b
-            )
-        })
-        .collect();
-    std::fs::write(&ti, lines.join("\n")).unwrap();
+    write_byte_ranks(&ti, None);
     ok(run(
         &lake,
         &["validate", "--tiktoken", ti.to_str().unwrap()],

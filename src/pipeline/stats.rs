@@ -126,13 +126,7 @@ pub async fn report(lake: &Lake) -> Result<Report, StatsError> {
         .collect();
 
     let b = view(&ctx, "stats_exposure", "").await?;
-    let one = |name: &str| {
-        f64s(&b, name)
-            .first()
-            .copied()
-            .flatten()
-            .unwrap_or(f64::NAN)
-    };
+    let one = |name: &str| first(&b, name);
     let exposure = Exposure {
         share_after_failure: one("share_after_failure"),
         pct_earning_after_failure: one("pct_earning_after_failure"),
@@ -152,13 +146,7 @@ pub async fn report(lake: &Lake) -> Result<Report, StatsError> {
         .collect();
 
     let b = view(&ctx, "stats_citing", "").await?;
-    let one = |name: &str| {
-        f64s(&b, name)
-            .first()
-            .copied()
-            .flatten()
-            .unwrap_or(f64::NAN)
-    };
+    let one = |name: &str| first(&b, name);
     let scored = engine::run_sql(&ctx, "SELECT count(*) AS n FROM stats_scored", SQL_FILE).await?;
     Ok(Report {
         scored_turns: scalar_i64(&scored),
@@ -169,6 +157,11 @@ pub async fn report(lake: &Lake) -> Result<Report, StatsError> {
         share_citing: one("share_citing"),
         share_yes_uncited: one("share_yes_uncited"),
     })
+}
+
+/// The first value of a one-row result's column.
+fn first(batches: &[RecordBatch], name: &str) -> f64 {
+    num(f64s(batches, name).first().copied().flatten())
 }
 
 /// A figure SQL left null (no turns to average) reads as NaN.
