@@ -14,7 +14,7 @@ use crate::output::Format;
     about = "Batch processor over a columnar lake of coding-agent trajectories"
 )]
 pub struct Cli {
-    /// Lake root: a folder or a URL (file://, s3://).
+    /// Lake root: a folder or a file:// URL (all table I/O goes through object_store; s3:// is not built in yet).
     #[arg(long, global = true, env = "TURNLAKE_LAKE", default_value = "./lake")]
     pub lake: String,
     #[command(subcommand)]

@@ -35,7 +35,7 @@ pub enum IngestError {
     Lake(#[from] LakeError),
     #[error(transparent)]
     Engine(#[from] EngineError),
-    #[error("reading input: {0}")]
+    #[error("reading input")]
     Io(#[from] std::io::Error),
     #[error("the reader thread panicked")]
     Reader,
