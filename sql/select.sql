@@ -3,19 +3,6 @@
 -- Registered from the select config (data/select.toml): select_params (one row).
 -- Writes: sft_credit, escape_duel, escape_mini, finish_mini, gate_demotions.
 
--- Every turn with what came right before it in its trajectory.
-CREATE VIEW turn_ctx AS
-SELECT u.traj_id, u.source, u.t, u.msg_idx, u.command, u.is_repeat, u.is_submit, u.obs_failed,
-       normalize_command(u.command) AS cmd,
-       coalesce(lag(u.obs_failed) OVER (PARTITION BY u.traj_id ORDER BY u.t), false) AS prev_failed,
-       coalesce(lag(u.is_repeat) OVER (PARTITION BY u.traj_id ORDER BY u.t), false) AS prev_repeat,
-       lag(normalize_command(u.command)) OVER (PARTITION BY u.traj_id ORDER BY u.t) AS prev_cmd,
-       lag(normalize_command(u.command), 2) OVER (PARTITION BY u.traj_id ORDER BY u.t) AS prev2_cmd,
-       u.t - 1 - coalesce(max(CASE WHEN NOT coalesce(u.obs_failed, false) THEN u.t END)
-             OVER (PARTITION BY u.traj_id ORDER BY u.t ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS prior_failures,
-       max(u.t) OVER (PARTITION BY u.traj_id) AS last_t
-FROM turns u;
-
 -- Albedo sides and the credit gates (the loop rule: the judge's verdict or the metrics).
 CREATE VIEW side_gates AS
 SELECT s.traj_id, s.sample_id, s.score,
@@ -46,20 +33,21 @@ WHERE g.rk = 1;
 CREATE VIEW cand_escape_duel AS
 SELECT 'escape_duel' AS mix, 'escape_duel/' || x.traj_id || '/' || CAST(x.t AS VARCHAR) AS row_id, x.traj_id,
        'albedo' AS source, g.sample_id, CAST(NULL AS VARCHAR) AS instance_id, x.msg_idx AS upto_msg, g.score,
-       g.passed AS passed_credit_gates, CAST(x.prior_failures AS INT) AS prior_failures, x.t
-FROM turn_ctx x
+       g.passed AS passed_credit_gates, x.prior_failures, x.t
+FROM turns x
 JOIN turn_credit c ON c.traj_id = x.traj_id AND c.t = x.t AND c.credit > 0
 JOIN side_gates g ON g.traj_id = x.traj_id
-WHERE (x.prev_failed OR x.prev_repeat) AND NOT x.is_repeat;
+WHERE x.source = 'albedo' AND (x.prev_failed OR x.prev_repeat) AND NOT x.is_repeat;
 
 -- escape_mini: a command ran twice in a row, then a different one breaks out.
 CREATE VIEW cand_escape_mini AS
 SELECT 'escape_mini' AS mix, 'escape_mini/' || x.traj_id || '/' || CAST(x.t AS VARCHAR) AS row_id, x.traj_id,
        x.source, CAST(NULL AS VARCHAR) AS sample_id, s.instance_id, x.msg_idx AS upto_msg, CAST(NULL AS DOUBLE) AS score,
-       CAST(NULL AS BOOLEAN) AS passed_credit_gates, CAST(x.prior_failures AS INT) AS prior_failures, x.t
-FROM turn_ctx x
+       CAST(NULL AS BOOLEAN) AS passed_credit_gates, x.prior_failures, x.t
+FROM turns x
+JOIN turns p ON p.traj_id = x.traj_id AND p.t = x.t - 1 AND p.repeats_prev
 JOIN trajectories s ON s.traj_id = x.traj_id
-WHERE x.source = 'mini_coder' AND x.prev_cmd = x.prev2_cmd AND x.cmd IS NOT NULL AND x.cmd <> x.prev_cmd;
+WHERE x.source = 'mini_coder' AND p.source = 'mini_coder' AND x.command IS NOT NULL AND NOT x.repeats_prev;
 
 -- finish_mini: verified runs that end in a submit; non-repeating tail work in
 -- turns t_min..t_max, plus the closing submit, train.
@@ -67,13 +55,13 @@ CREATE VIEW cand_finish_mini AS
 SELECT 'finish_mini' AS mix, 'finish_mini/' || x.traj_id AS row_id, x.traj_id, x.source,
        CAST(NULL AS VARCHAR) AS sample_id, s.instance_id, CAST(NULL AS INT) AS upto_msg, CAST(NULL AS DOUBLE) AS score,
        CAST(NULL AS BOOLEAN) AS passed_credit_gates, CAST(NULL AS INT) AS prior_failures, x.t
-FROM turn_ctx x
-JOIN trajectories s ON s.traj_id = x.traj_id AND s.verified
+FROM turns x
+JOIN trajectories s ON s.traj_id = x.traj_id AND s.verified AND s.source = 'mini_coder'
+JOIN turns e ON e.traj_id = x.traj_id AND e.is_last AND e.is_submit AND e.source = 'mini_coder'
 CROSS JOIN select_params p
 WHERE x.source = 'mini_coder'
-  AND x.traj_id IN (SELECT traj_id FROM turn_ctx WHERE t = last_t AND is_submit)
   AND ((x.t BETWEEN p.finish_t_min AND p.finish_t_max AND NOT x.is_repeat AND NOT x.is_submit)
-       OR (x.t = x.last_t AND x.is_submit));
+       OR (x.is_last AND x.is_submit));
 
 CREATE VIEW candidates AS
 SELECT * FROM cand_credit

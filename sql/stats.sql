@@ -1,16 +1,12 @@
 -- Where credit lives (turnlake stats). Reads: turns, turn_credit, credit_citations, judgments.
 
--- Every turn of every judged trajectory with whether the observation before it failed
--- (the previous turn may be a context turn), joined to the scored turns' credit.
+-- Every scored turn with its credit and whether the observation before it failed
+-- (the previous turn may be a context turn).
 CREATE VIEW stats_scored AS
-SELECT s.traj_id, s.t, s.cmd_kind, s.after_failure, c.credit, c.credit > 0 AS earned
-FROM (
-  SELECT traj_id, t, cmd_kind,
-         coalesce(lag(obs_failed) OVER (PARTITION BY traj_id ORDER BY t), false) AS after_failure
-  FROM turns
-  WHERE traj_id IN (SELECT traj_id FROM turn_credit)
-) s
-JOIN turn_credit c ON c.traj_id = s.traj_id AND c.t = s.t;
+SELECT s.traj_id, s.t, s.cmd_kind, s.prev_failed AS after_failure, c.credit, c.credit > 0 AS earned
+FROM turns s
+JOIN turn_credit c ON c.traj_id = s.traj_id AND c.t = s.t
+WHERE s.source = 'albedo';
 
 CREATE VIEW stats_by_kind AS
 SELECT cmd_kind,

@@ -7,8 +7,5 @@ SELECT x.mix, x.row_id, x.traj_id, x.t, u.cmd_kind,
        coalesce(c.credit, 0.0) AS weight,
        c.tags
 FROM (SELECT mix, row_id, traj_id, unnest(train_turns) AS t FROM rows_in) x
-JOIN (SELECT traj_id, t, cmd_kind,
-             coalesce(lag(obs_failed) OVER (PARTITION BY traj_id ORDER BY t), false) AS prev_failed
-      FROM turns WHERE traj_id IN (SELECT traj_id FROM rows_in)) u
-  ON u.traj_id = x.traj_id AND u.t = x.t
+JOIN turns u ON u.traj_id = x.traj_id AND u.t = x.t
 LEFT JOIN turn_credit c ON c.traj_id = x.traj_id AND c.t = x.t;

@@ -5,7 +5,8 @@ use sha2::{Digest, Sha256};
 
 use super::rows::{MessageRow, TrajectoryRow, TurnRow};
 use crate::turn::{
-    classify_command, detect_obs_format, extract_bash_blocks, loop_metrics, loops::repeat_flags,
+    classify_command, detect_obs_format, extract_bash_blocks, loop_metrics,
+    loops::{normalize_command, repeat_flags},
     observation_outcome, think_unclosed, CmdKind,
 };
 
@@ -175,6 +176,11 @@ pub fn derive(raw: &RawTrajectory) -> TrajectoryRows {
             think_unclosed: think_unclosed(&m.content),
             is_submit: kind == CmdKind::Submit,
             is_repeat: false,
+            repeats_prev: false,
+            prev_failed: false,
+            prev_repeat: false,
+            prior_failures: 0,
+            is_last: false,
             turn_sha: turn_shas[t as usize - 1].clone(),
             command,
         });
@@ -195,6 +201,7 @@ pub fn derive(raw: &RawTrajectory) -> TrajectoryRows {
     for (turn, rep) in turns.iter_mut().zip(repeats) {
         turn.is_repeat = rep;
     }
+    link_neighbours(&mut turns);
 
     // Loop metrics: over scored outputs for a judged side, else over every turn.
     let scored_only = turns.iter().any(|t| t.candidate_n.is_some());
@@ -240,6 +247,31 @@ pub fn derive(raw: &RawTrajectory) -> TrajectoryRows {
     }
 }
 
+/// What each turn inherits from the one before it: the previous observation's
+/// failure (and how many failed in a row), whether the previous turn repeated,
+/// whether this command equals the previous one; and which turn is last.
+fn link_neighbours(turns: &mut [TurnRow]) {
+    let mut failures = 0;
+    for i in 0..turns.len() {
+        if i > 0 {
+            let (before, rest) = turns.split_at_mut(i);
+            let (prev, cur) = (&before[i - 1], &mut rest[0]);
+            let failed = prev.obs_failed == Some(true);
+            failures = if failed { failures + 1 } else { 0 };
+            cur.prev_failed = failed;
+            cur.prior_failures = failures;
+            cur.prev_repeat = prev.is_repeat;
+            cur.repeats_prev = match (&prev.command, &cur.command) {
+                (Some(a), Some(b)) => normalize_command(a) == normalize_command(b),
+                _ => false,
+            };
+        }
+    }
+    if let Some(last) = turns.last_mut() {
+        last.is_last = true;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -280,6 +312,10 @@ mod tests {
         assert_eq!(t[1].returncode, Some(1));
         assert!(t[2].is_repeat && t[2].think_unclosed);
         assert!(t[3].is_submit && t[3].obs_failed.is_none());
+        assert!(
+            t[2].prev_failed && t[2].prior_failures == 1 && !t[3].prev_failed && t[3].prev_repeat
+        );
+        assert!(t[3].is_last && !t[2].is_last && !t[2].repeats_prev);
         assert_eq!(rows.trajectory.obs_format.as_deref(), Some("RETURNCODE"));
         assert!((rows.trajectory.dup_cmd_ratio - 1.0 / 3.0).abs() < 1e-12);
         assert_eq!(rows.trajectory.max_cmd_run, 1);

@@ -87,6 +87,11 @@ pub struct TurnRow {
     pub think_unclosed: bool,
     pub is_submit: bool,
     pub is_repeat: bool,
+    pub repeats_prev: bool,
+    pub prev_failed: bool,
+    pub prev_repeat: bool,
+    pub prior_failures: i32,
+    pub is_last: bool,
     pub turn_sha: String,
 }
 
@@ -256,6 +261,11 @@ pub fn turns_batch(r: &[TurnRow]) -> Result<RecordBatch, LakeError> {
             b(r.iter().map(|x| x.think_unclosed)),
             b(r.iter().map(|x| x.is_submit)),
             b(r.iter().map(|x| x.is_repeat)),
+            b(r.iter().map(|x| x.repeats_prev)),
+            b(r.iter().map(|x| x.prev_failed)),
+            b(r.iter().map(|x| x.prev_repeat)),
+            i32s(r.iter().map(|x| x.prior_failures)),
+            b(r.iter().map(|x| x.is_last)),
             s(r.iter().map(|x| x.turn_sha.as_str())),
         ],
     )
