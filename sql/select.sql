@@ -71,7 +71,8 @@ UNION ALL SELECT * FROM cand_finish_mini;
 
 -- The format gate: exactly one bash block, no unclosed <think>, no command that
 -- repeats another train turn's command in the same row. A violation is demoted.
-CREATE VIEW gated AS
+-- Tables, not views: later statements read them several times, so compute them once.
+CREATE TABLE gated AS
 SELECT c.*,
        CASE
          WHEN u.n_bash_blocks <> 1 THEN 'not exactly one bash block'
@@ -82,7 +83,7 @@ SELECT c.*,
 FROM candidates c
 JOIN turns u ON u.traj_id = c.traj_id AND u.t = c.t;
 
-CREATE VIEW gated_rows AS
+CREATE TABLE gated_rows AS
 SELECT row_id, mix, source, traj_id, sample_id, instance_id, upto_msg, score, passed_credit_gates, prior_failures,
        coalesce(array_sort(array_agg(t) FILTER (WHERE demoted IS NULL)), CAST([] AS INT[])) AS train_turns,
        CAST(count(*) FILTER (WHERE demoted IS NULL) AS INT) AS n_train,
@@ -103,7 +104,7 @@ SELECT row_id FROM (
 ) CROSS JOIN select_params p
 WHERE rk <= p.finish_cap;
 
-CREATE VIEW products AS
+CREATE TABLE products AS
 SELECT * FROM gated_rows
 WHERE n_train > 0 AND (mix <> 'finish_mini' OR row_id IN (SELECT row_id FROM finish_kept));
 
