@@ -3,6 +3,13 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // Like other Unix tools, end quietly when the reader of our output goes away
+    // (`turnlake sql ... | head`), instead of panicking in println!.
+    #[cfg(unix)]
+    // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     match turnlake::cli::run() {
         Ok(code) => code,
         Err(err) => {

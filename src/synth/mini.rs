@@ -30,8 +30,10 @@ struct Rendered {
     repo: Repo,
 }
 
-fn instance_id(rng: &mut Rng, pool: u64, which: u64) -> String {
-    let mut r = rng.fork(which % pool.max(1));
+/// One of `pool` instance ids, the same for the same `which % pool`: several
+/// trajectories share an instance, as in the real corpus.
+fn instance_id(base: &Rng, pool: u64, which: u64) -> String {
+    let mut r = base.fork(which % pool.max(1));
     let repo = Repo::new(&mut r);
     format!(
         "{}.{}.func_pm_remove_cond__{}",
@@ -141,6 +143,7 @@ pub fn write_mini_coder(
     counts: &mut Counts,
 ) -> std::io::Result<()> {
     let data = dir.join("data");
+    let instances = rng.fork(4_000_000);
     std::fs::create_dir_all(&data)?;
     let shards = n.div_ceil(SHARD_ROWS).max(1);
     let per_shard = n.div_ceil(shards);
@@ -166,7 +169,7 @@ pub fn write_mini_coder(
             let mut verified = BooleanBuilder::new();
             for _ in 0..take {
                 let which = rng.next_u64();
-                let inst = instance_id(&mut rng, pool, which);
+                let inst = instance_id(&instances, pool, which);
                 let r = render(
                     &mut rng,
                     p,
@@ -249,7 +252,7 @@ pub fn write_mswea(
     let m = &p.model;
     for i in 0..n {
         let mut rng = rng.fork(2_000_000 + i);
-        let inst = format!("{}-{}", instance_id(&mut rng, n, i), i);
+        let inst = format!("{}-{}", instance_id(&rng, n, i), i);
         // v2 actions are tool calls, which cannot be malformed the way text is.
         let r = render(
             &mut rng,
