@@ -27,8 +27,26 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     let dir = args.dir.unwrap_or_else(|| {
         std::env::temp_dir().join(format!("turnlake-demo-{}", std::process::id()))
     });
+    // Only ever clear what an earlier demo wrote here.
+    let ours = ["corpus", "lake", "plots", "sft_mix.jsonl"];
     if dir.exists() {
-        std::fs::remove_dir_all(&dir).with_context(|| format!("clearing {}", dir.display()))?;
+        let foreign = std::fs::read_dir(&dir)
+            .with_context(|| format!("reading {}", dir.display()))?
+            .filter_map(|e| e.ok())
+            .any(|e| !ours.iter().any(|o| e.file_name() == *o));
+        anyhow::ensure!(
+            !foreign,
+            "{} holds files the demo did not write; give an empty or new --dir",
+            dir.display()
+        );
+        for o in ours {
+            let p = dir.join(o);
+            if p.is_dir() {
+                std::fs::remove_dir_all(&p).with_context(|| format!("clearing {}", p.display()))?;
+            } else if p.exists() {
+                std::fs::remove_file(&p).with_context(|| format!("clearing {}", p.display()))?;
+            }
+        }
     }
     let corpus = dir.join("corpus");
     let sizes = Sizes {
