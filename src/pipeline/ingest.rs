@@ -113,10 +113,6 @@ async fn known(lake: &Lake) -> Result<Known, IngestError> {
     Ok(k)
 }
 
-fn progress_bar(total: u64) -> indicatif::ProgressBar {
-    crate::progress::bytes_bar(total, "ingest")
-}
-
 fn file_len(path: &std::path::Path) -> u64 {
     std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
 }
@@ -127,7 +123,7 @@ fn files_and_bar(
     wants: fn(&str) -> bool,
 ) -> std::io::Result<(Vec<PathBuf>, indicatif::ProgressBar)> {
     let files = crate::source::collect_files(paths, wants)?;
-    let bar = progress_bar(files.iter().map(|f| file_len(f)).sum());
+    let bar = crate::progress::bytes_bar(files.iter().map(|f| file_len(f)).sum(), "ingest");
     Ok((files, bar))
 }
 
@@ -145,7 +141,10 @@ fn read_all(
     match kind {
         InputKind::Albedo { verify } => {
             let folders = albedo::run_folders(&paths)?;
-            let bar = progress_bar(folders.iter().map(|f| albedo::run_bytes(f)).sum());
+            let bar = crate::progress::bytes_bar(
+                folders.iter().map(|f| albedo::run_bytes(f)).sum(),
+                "ingest",
+            );
             let opts = albedo::AlbedoOptions { verify };
             for dir in folders {
                 albedo::read_run(&dir, &opts, &runs, &mut emit)?;

@@ -9,6 +9,29 @@ use tokenizers::{AddedToken, Tokenizer};
 
 use super::{CHATML_SPECIALS, THINK_TOKENS};
 
+/// A BPE trainer with the ChatML specials; without an initial alphabet it
+/// learns only the characters it sees.
+fn bpe_trainer(
+    vocab_size: usize,
+    min_frequency: u64,
+    alphabet: Option<std::collections::HashSet<char>>,
+) -> TrainerWrapper {
+    let mut b = BpeTrainerBuilder::new()
+        .vocab_size(vocab_size)
+        .min_frequency(min_frequency)
+        .show_progress(false)
+        .special_tokens(
+            CHATML_SPECIALS
+                .iter()
+                .map(|s| AddedToken::from(*s, true))
+                .collect(),
+        );
+    if let Some(a) = alphabet {
+        b = b.initial_alphabet(a);
+    }
+    b.build().into()
+}
+
 /// Train a byte-level BPE of `vocab_size` tokens on `texts`. Every byte is in
 /// the alphabet, so any text encodes and decodes back exactly.
 pub fn train_bpe(texts: Vec<String>, vocab_size: usize) -> Result<Tokenizer, String> {
@@ -16,19 +39,11 @@ pub fn train_bpe(texts: Vec<String>, vocab_size: usize) -> Result<Tokenizer, Str
     let mut tokenizer = Tokenizer::new(BPE::default());
     tokenizer.with_pre_tokenizer(Some(byte_level));
     tokenizer.with_decoder(Some(byte_level));
-    let mut trainer: TrainerWrapper = BpeTrainerBuilder::new()
-        .vocab_size(vocab_size)
-        .min_frequency(2)
-        .show_progress(false)
-        .initial_alphabet(ByteLevel::alphabet().into_iter().collect())
-        .special_tokens(
-            CHATML_SPECIALS
-                .iter()
-                .map(|s| AddedToken::from(*s, true))
-                .collect(),
-        )
-        .build()
-        .into();
+    let mut trainer = bpe_trainer(
+        vocab_size,
+        2,
+        Some(ByteLevel::alphabet().into_iter().collect()),
+    );
     tokenizer
         .train(&mut trainer, texts.into_iter())
         .map_err(|e| e.to_string())?;
@@ -68,17 +83,7 @@ mod tests {
     fn a_tokenizer_that_cannot_represent_a_character_is_caught() {
         // A plain BPE with no byte alphabet: characters never seen in training are lost.
         let mut tok = Tokenizer::new(BPE::default());
-        let mut trainer: TrainerWrapper = BpeTrainerBuilder::new()
-            .vocab_size(100)
-            .show_progress(false)
-            .special_tokens(
-                CHATML_SPECIALS
-                    .iter()
-                    .map(|s| AddedToken::from(*s, true))
-                    .collect(),
-            )
-            .build()
-            .into();
+        let mut trainer = bpe_trainer(100, 0, None);
         tok.train(
             &mut trainer,
             ["abc cab ls -la"; 20].iter().map(|s| s.to_string()),
