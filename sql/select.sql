@@ -28,7 +28,8 @@ JOIN turn_credit c ON c.traj_id = g.traj_id AND c.credit > 0
 JOIN turns u ON u.traj_id = c.traj_id AND u.t = c.t AND NOT u.is_repeat
 WHERE g.rk = 1;
 
--- escape_duel: a credited turn right after a failed observation or a repeated command;
+-- escape_duel: a credited turn whose previous observation failed or that follows a repeat
+-- run (the two commands before it are the same normalized command) and breaks out of it;
 -- the prefix up to it is context, only the escape trains.
 CREATE VIEW cand_escape_duel AS
 SELECT 'escape_duel' AS mix, 'escape_duel/' || x.traj_id || '/' || CAST(x.t AS VARCHAR) AS row_id, x.traj_id,
@@ -37,31 +38,48 @@ SELECT 'escape_duel' AS mix, 'escape_duel/' || x.traj_id || '/' || CAST(x.t AS V
 FROM turns x
 JOIN turn_credit c ON c.traj_id = x.traj_id AND c.t = x.t AND c.credit > 0
 JOIN side_gates g ON g.traj_id = x.traj_id
-WHERE x.source = 'albedo' AND (x.prev_failed OR x.prev_repeat) AND NOT x.is_repeat;
+WHERE x.source = 'albedo' AND (x.prev_failed OR x.after_repeat_run) AND NOT x.repeats_prev;
 
--- escape_mini: a command ran twice in a row, then a different one breaks out.
+-- escape_mini: in turns escape_t_min..escape_t_max, the two commands before the turn are one
+-- repeat run and the turn's own command differs from it; the row ends at the escape.
 CREATE VIEW cand_escape_mini AS
 SELECT 'escape_mini' AS mix, 'escape_mini/' || x.traj_id || '/' || CAST(x.t AS VARCHAR) AS row_id, x.traj_id,
        x.source, CAST(NULL AS VARCHAR) AS sample_id, s.instance_id, x.msg_idx AS upto_msg, CAST(NULL AS DOUBLE) AS score,
        CAST(NULL AS BOOLEAN) AS passed_credit_gates, x.prior_failures, x.t
 FROM turns x
-JOIN turns p ON p.traj_id = x.traj_id AND p.t = x.t - 1 AND p.repeats_prev
 JOIN trajectories s ON s.traj_id = x.traj_id
-WHERE x.source = 'mini_coder' AND p.source = 'mini_coder' AND x.command IS NOT NULL AND NOT x.repeats_prev;
-
--- finish_mini: verified runs that end in a submit; non-repeating tail work in
--- turns t_min..t_max, plus the closing submit, train.
-CREATE VIEW cand_finish_mini AS
-SELECT 'finish_mini' AS mix, 'finish_mini/' || x.traj_id AS row_id, x.traj_id, x.source,
-       CAST(NULL AS VARCHAR) AS sample_id, s.instance_id, CAST(NULL AS INT) AS upto_msg, CAST(NULL AS DOUBLE) AS score,
-       CAST(NULL AS BOOLEAN) AS passed_credit_gates, CAST(NULL AS INT) AS prior_failures, x.t
-FROM turns x
-JOIN trajectories s ON s.traj_id = x.traj_id AND s.verified AND s.source = 'mini_coder'
-JOIN turns e ON e.traj_id = x.traj_id AND e.is_last AND e.is_submit AND e.source = 'mini_coder'
 CROSS JOIN select_params p
-WHERE x.source = 'mini_coder'
-  AND ((x.t BETWEEN p.finish_t_min AND p.finish_t_max AND NOT x.is_repeat AND NOT x.is_submit)
-       OR (x.is_last AND x.is_submit));
+WHERE x.source = 'mini_coder' AND x.after_repeat_run AND NOT x.repeats_prev AND x.command IS NOT NULL
+  AND x.t BETWEEN p.escape_t_min AND p.escape_t_max;
+
+-- finish_mini: verified mini-coder runs that end in a submit, one candidate turn each. The
+-- closing submit trains when it lies in turns finish_t_min..finish_t_max; otherwise one
+-- command turn there that repeats no earlier command and whose observation did not fail,
+-- chosen by the seeded hash. The row ends at that turn.
+CREATE VIEW finish_runs AS
+SELECT s.traj_id, s.instance_id, e.t AS submit_t
+FROM trajectories s
+JOIN turns e ON e.traj_id = s.traj_id AND e.is_last AND e.is_submit AND e.source = 'mini_coder'
+WHERE s.source = 'mini_coder' AND s.verified;
+
+CREATE VIEW cand_finish_mini AS
+SELECT 'finish_mini' AS mix, 'finish_mini/' || traj_id AS row_id, traj_id, 'mini_coder' AS source,
+       CAST(NULL AS VARCHAR) AS sample_id, instance_id, msg_idx AS upto_msg, CAST(NULL AS DOUBLE) AS score,
+       CAST(NULL AS BOOLEAN) AS passed_credit_gates, CAST(NULL AS INT) AS prior_failures, t
+FROM (
+  SELECT r.traj_id, r.instance_id, x.t, x.msg_idx,
+         row_number() OVER (PARTITION BY r.traj_id
+                            ORDER BY md5(CAST(p.finish_seed AS VARCHAR) || r.traj_id || '/' || CAST(x.t AS VARCHAR)), x.t) AS pick
+  FROM finish_runs r
+  CROSS JOIN select_params p
+  JOIN turns x ON x.traj_id = r.traj_id AND x.source = 'mini_coder'
+  WHERE x.t BETWEEN p.finish_t_min AND p.finish_t_max
+    AND CASE WHEN r.submit_t BETWEEN p.finish_t_min AND p.finish_t_max
+             THEN x.t = r.submit_t
+             ELSE x.command IS NOT NULL AND NOT x.is_repeat AND NOT x.is_submit AND x.obs_failed = false
+        END
+)
+WHERE pick = 1;
 
 CREATE VIEW candidates AS
 SELECT * FROM cand_credit
@@ -91,7 +109,7 @@ SELECT row_id, mix, source, traj_id, sample_id, instance_id, upto_msg, score, pa
 FROM gated
 GROUP BY row_id, mix, source, traj_id, sample_id, instance_id, upto_msg, score, passed_credit_gates, prior_failures;
 
--- finish_mini keeps one row per instance and at most `finish_cap` rows, by a seeded hash.
+-- finish_mini keeps one row per instance_id, then at most `finish_cap` rows, both by a seeded hash.
 CREATE VIEW finish_kept AS
 SELECT row_id FROM (
   SELECT row_id, row_number() OVER (ORDER BY h, row_id) AS rk
@@ -125,3 +143,29 @@ SELECT g.mix,
 FROM gated g
 LEFT JOIN (SELECT row_id FROM products) p ON p.row_id = g.row_id
 GROUP BY 1, 2;
+
+-- The figures the reference publishes for the selection, from what was just built.
+CREATE VIEW select_figures AS
+SELECT
+  (SELECT count(*) FROM side_gates) AS sides_judged,
+  (SELECT count(*) FROM side_gates WHERE passed) AS sides_passing,
+  (SELECT count(*) FROM (SELECT DISTINCT s.eval_run_id, s.sample_id FROM products p
+     JOIN trajectories s ON s.traj_id = p.traj_id WHERE p.mix = 'escape_duel')) AS escape_duel_samples,
+  (SELECT avg(CAST(u.prev_failed AS DOUBLE)) FROM products p JOIN gated g ON g.row_id = p.row_id AND g.demoted IS NULL
+     JOIN turns u ON u.traj_id = g.traj_id AND u.t = g.t WHERE p.mix = 'escape_duel') AS escape_duel_after_failure,
+  (SELECT avg(CAST(u.after_repeat_run AS DOUBLE)) FROM products p JOIN gated g ON g.row_id = p.row_id AND g.demoted IS NULL
+     JOIN turns u ON u.traj_id = g.traj_id AND u.t = g.t WHERE p.mix = 'escape_duel') AS escape_duel_after_repeat_run,
+  (SELECT avg(CAST(prior_failures AS DOUBLE)) FROM products WHERE mix = 'escape_duel') AS escape_duel_prior_failures_mean,
+  (SELECT max(prior_failures) FROM products WHERE mix = 'escape_duel') AS escape_duel_prior_failures_max,
+  (SELECT avg(CASE WHEN g.t > 16 THEN 1.0 ELSE 0.0 END) FROM products p JOIN gated g ON g.row_id = p.row_id AND g.demoted IS NULL
+     WHERE p.mix = 'escape_mini') AS escape_mini_past_16,
+  (SELECT count(*) FROM gated g JOIN turns u ON u.traj_id = g.traj_id AND u.t = g.t
+     WHERE g.mix = 'finish_mini' AND g.demoted IS NULL AND u.is_submit) AS finish_submit_candidates,
+  (SELECT count(*) FROM products p JOIN gated g ON g.row_id = p.row_id AND g.demoted IS NULL
+     JOIN turns u ON u.traj_id = g.traj_id AND u.t = g.t WHERE p.mix = 'finish_mini' AND u.is_submit) AS finish_submit_rows,
+  (SELECT count(*) FROM turn_credit c JOIN turns u ON u.traj_id = c.traj_id AND u.t = c.t
+     WHERE c.credit > 0 AND u.prev_failed) AS recovery_available,
+  (SELECT count(*) FROM turn_credit c JOIN turns u ON u.traj_id = c.traj_id AND u.t = c.t
+     JOIN side_gates s ON s.traj_id = c.traj_id AND s.passed
+     WHERE c.credit > 0 AND u.prev_failed) AS recovery_passing,
+  (SELECT count(*) FROM gated WHERE demoted IS NOT NULL) AS demotions;

@@ -47,6 +47,8 @@ pub enum Command {
         #[command(subcommand)]
         what: cmd::export::ExportCommand,
     },
+    /// One trajectory turn by turn: kinds, observations, repeats, credit, citing questions, product rows.
+    Show(cmd::show::ShowArgs),
     /// Check that every train turn tokenizes and its label span decodes back exactly.
     Validate(cmd::validate::ValidateArgs),
     /// Tokenizer tools.
@@ -122,6 +124,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Select(args) => cmd::select::run(&cli.lake, args).await,
         Command::Mix(args) => cmd::mix::run(&cli.lake, args).await,
         Command::Export { what } => cmd::export::run(&cli.lake, what).await,
+        Command::Show(args) => cmd::show::run(&cli.lake, args).await,
         Command::Validate(args) => cmd::validate::run(&cli.lake, args).await,
         Command::Tokenizer { what } => cmd::tokenizer::run(what),
         Command::Demo(args) => cmd::demo::run(args).await,

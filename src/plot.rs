@@ -5,7 +5,28 @@ use plotters::prelude::*;
 use std::path::Path;
 use std::sync::Once;
 
+use crate::pipeline::reproduction::reference;
 use crate::pipeline::stats::Report;
+
+/// The reference's mean credit for a command kind, where it publishes one.
+fn reference_kind_credit(kind: &str) -> Option<f64> {
+    match kind {
+        "cat -n" => reference("stats.cat_n.mean_credit"),
+        "find/ls" => reference("stats.find_ls.mean_credit"),
+        _ => None,
+    }
+}
+
+/// The reference's mean credit by turn index, where it publishes one.
+fn reference_turn_credit() -> Vec<(i64, f64)> {
+    [
+        (1, "stats.turn1.mean_credit"),
+        (15, "stats.turn15.mean_credit"),
+    ]
+    .into_iter()
+    .filter_map(|(t, key)| reference(key).map(|v| (t, v)))
+    .collect()
+}
 
 static FONT: Once = Once::new();
 
@@ -19,7 +40,8 @@ fn register_font() {
 
 type PlotResult = Result<(), Box<dyn std::error::Error>>;
 
-/// Mean credit by command kind, bars labelled with % earning.
+/// Mean credit by command kind, bars labelled with % earning; the
+/// reference's figure is a black mark across the bars it publishes.
 pub fn credit_by_kind(report: &Report, path: &Path) -> PlotResult {
     register_font();
     let root = BitMapBackend::new(path, (900, 520)).into_drawing_area();
@@ -27,7 +49,10 @@ pub fn credit_by_kind(report: &Report, path: &Path) -> PlotResult {
     let kinds = &report.by_kind;
     let max = kinds
         .iter()
-        .map(|k| k.mean_credit)
+        .map(|k| {
+            k.mean_credit
+                .max(reference_kind_credit(&k.cmd_kind).unwrap_or(0.0))
+        })
         .fold(0.0f64, f64::max)
         .max(0.1)
         * 1.15;
@@ -75,6 +100,36 @@ pub fn credit_by_kind(report: &Report, path: &Path) -> PlotResult {
             ("sans-serif", 13),
         )
     }))?;
+    let marks: Vec<(usize, f64)> = kinds
+        .iter()
+        .enumerate()
+        .filter_map(|(i, k)| reference_kind_credit(&k.cmd_kind).map(|r| (i, r)))
+        .collect();
+    chart
+        .draw_series(marks.iter().map(|(i, r)| {
+            PathElement::new(
+                vec![
+                    (SegmentValue::Exact(*i), *r),
+                    (SegmentValue::Exact(i + 1), *r),
+                ],
+                BLACK.stroke_width(3),
+            )
+        }))?
+        .label("reference")
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.stroke_width(3)));
+    chart.draw_series(marks.iter().map(|(i, r)| {
+        Text::new(
+            format!("ref {r:.3}"),
+            (SegmentValue::Exact(*i), r - max * 0.05),
+            ("sans-serif", 12),
+        )
+    }))?;
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .draw()?;
     root.present()?;
     Ok(())
 }
@@ -85,9 +140,11 @@ pub fn credit_by_turn(report: &Report, path: &Path) -> PlotResult {
     let root = BitMapBackend::new(path, (900, 520)).into_drawing_area();
     root.fill(&WHITE)?;
     let turns = &report.by_turn;
+    let refs = reference_turn_credit();
     let max = turns
         .iter()
         .map(|t| t.mean_credit)
+        .chain(refs.iter().map(|(_, v)| *v))
         .fold(0.0f64, f64::max)
         .max(0.1)
         * 1.1;
@@ -124,6 +181,13 @@ pub fn credit_by_turn(report: &Report, path: &Path) -> PlotResult {
         ))?
         .label("% earning (right axis)")
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], RED.stroke_width(2)));
+    chart
+        .draw_series(
+            refs.iter()
+                .map(|(t, v)| Circle::new((*t, *v), 6, BLACK.filled())),
+        )?
+        .label("reference mean credit")
+        .legend(|(x, y)| Circle::new((x + 10, y), 5, BLACK.filled()));
     chart
         .configure_series_labels()
         .background_style(WHITE.mix(0.8))

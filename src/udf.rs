@@ -1,27 +1,33 @@
 //! The turn rules of `crate::turn` as DataFusion scalar UDFs, so SQL can
-//! call the exact code ingest used. Each UDF takes one text column (any
-//! string type) and maps it row by row; this module only adapts.
+//! call the exact code ingest used. Every argument is text (any string type);
+//! where ingest needs a trajectory's context (its observation format, its
+//! submit marker, the observation or exit record after a turn), the UDF takes
+//! it as a further argument, so with the same context it gives exactly the
+//! stored value. This module only adapts.
 //!
 //! | UDF | returns |
 //! |---|---|
-//! | `bash_command(text)` | the first bash block of an assistant message |
-//! | `n_bash_blocks(text)` | how many bash blocks it holds |
-//! | `cmd_kind(command)` | the command kind label |
-//! | `is_submit(command)` | whether the command submits |
+//! | `bash_command(text [, reasoning_content])` | the first bash block of an assistant message (read from `reasoning_content` when the text is blank) |
+//! | `n_bash_blocks(text [, reasoning_content])` | how many bash blocks it holds |
+//! | `cmd_kind(command [, marker [, submit_signal]])` | the command kind label (`submit` when a signal is given) |
+//! | `cmd_head(command)` | the program that decides the kind (`git`, `wc`, ...) |
+//! | `is_submit(command [, marker])` | whether the command prints a submit marker |
+//! | `submit_signal(command, next_observation, exit_status_after, marker)` | `command`, `observation`, `exit` or null |
 //! | `think_unclosed(text)` | whether a `<think>` is left open |
 //! | `cited_outputs(text)` | the CANDIDATE OUTPUT numbers a judge explanation cites |
 //! | `obs_format(text)` | RETURNCODE / SWE_AGENT / OPENHANDS of an observation |
-//! | `obs_failed(text)` | whether an observation reports failure (its own format) |
+//! | `obs_failed(text [, format])` | whether an observation reports failure (in `format`, else its own) |
 //! | `normalize_command(command)` | the command with whitespace collapsed, as repeats compare it |
 
 use arrow::array::{
-    ArrayRef, AsArray, BooleanArray, Int32Array, Int32Builder, ListBuilder, StringArray,
+    Array, ArrayRef, AsArray, BooleanArray, Int32Array, Int32Builder, ListBuilder, StringArray,
 };
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, Field};
 use datafusion::error::Result;
 use datafusion::logical_expr::{
-    ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+    ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, TypeSignature,
+    Volatility,
 };
 use datafusion::prelude::SessionContext;
 use std::hash::{Hash, Hasher};
@@ -29,9 +35,11 @@ use std::sync::Arc;
 
 use crate::turn;
 
-type Kernel = fn(&StringArray) -> ArrayRef;
+/// A kernel over the UDF's arguments, each cast to a string array of equal length.
+type Kernel = fn(&[&StringArray]) -> ArrayRef;
 
-/// One text-in UDF: a name, a return type and a kernel over a string array.
+/// One text-in UDF: a name, a return type, how many arguments it takes and a
+/// kernel over string arrays.
 #[derive(Debug)]
 pub struct TextUdf {
     name: &'static str,
@@ -53,10 +61,12 @@ impl Hash for TextUdf {
 }
 
 impl TextUdf {
-    fn new(name: &'static str, returns: DataType, kernel: Kernel) -> Self {
-        let signature = Signature::uniform(
-            1,
-            vec![DataType::Utf8, DataType::LargeUtf8, DataType::Utf8View],
+    fn new(name: &'static str, returns: DataType, arity: (usize, usize), kernel: Kernel) -> Self {
+        let text = vec![DataType::Utf8, DataType::LargeUtf8, DataType::Utf8View];
+        let signature = Signature::one_of(
+            (arity.0..=arity.1)
+                .map(|n| TypeSignature::Uniform(n, text.clone()))
+                .collect(),
             Volatility::Immutable,
         );
         TextUdf {
@@ -79,9 +89,13 @@ impl ScalarUDFImpl for TextUdf {
         Ok(self.returns.clone())
     }
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let input = args.args[0].to_array(args.number_rows)?;
-        let text = cast(&input, &DataType::Utf8)?;
-        Ok(ColumnarValue::Array((self.kernel)(text.as_string::<i32>())))
+        let arrays = args
+            .args
+            .iter()
+            .map(|a| cast(&a.to_array(args.number_rows)?, &DataType::Utf8))
+            .collect::<Result<Vec<ArrayRef>, _>>()?;
+        let texts: Vec<&StringArray> = arrays.iter().map(|a| a.as_string::<i32>()).collect();
+        Ok(ColumnarValue::Array((self.kernel)(&texts)))
     }
 }
 
@@ -91,33 +105,70 @@ fn map_str(a: &StringArray, f: impl Fn(&str) -> Option<String>) -> ArrayRef {
 fn map_bool(a: &StringArray, f: impl Fn(&str) -> bool) -> ArrayRef {
     Arc::new(a.iter().map(|v| v.map(&f)).collect::<BooleanArray>())
 }
-
-fn bash_command(a: &StringArray) -> ArrayRef {
-    map_str(a, |t| {
-        turn::extract_bash_blocks(t).first().map(|s| s.to_string())
-    })
+/// Row `i` of the optional argument `k` (null when absent or null).
+fn arg<'a>(args: &[&'a StringArray], k: usize, i: usize) -> Option<&'a str> {
+    args.get(k).filter(|a| a.is_valid(i)).map(|a| a.value(i))
 }
-fn n_bash_blocks(a: &StringArray) -> ArrayRef {
+
+/// Row `i`'s action text: the message text, or its reasoning when blank.
+fn action<'a>(a: &[&'a StringArray], i: usize) -> Option<&'a str> {
+    arg(a, 0, i).map(|t| turn::action_text(t, arg(a, 1, i)))
+}
+fn bash_command(a: &[&StringArray]) -> ArrayRef {
     Arc::new(
-        a.iter()
-            .map(|v| v.map(|t| turn::extract_bash_blocks(t).len() as i32))
+        (0..a[0].len())
+            .map(|i| action(a, i).and_then(|t| turn::extract_bash_blocks(t).first().copied()))
+            .collect::<StringArray>(),
+    )
+}
+fn n_bash_blocks(a: &[&StringArray]) -> ArrayRef {
+    Arc::new(
+        (0..a[0].len())
+            .map(|i| action(a, i).map(|t| turn::extract_bash_blocks(t).len() as i32))
             .collect::<Int32Array>(),
     )
 }
-fn cmd_kind(a: &StringArray) -> ArrayRef {
-    map_str(a, |c| {
-        Some(turn::classify_command(c, None).as_str().to_string())
-    })
+fn cmd_kind(a: &[&StringArray]) -> ArrayRef {
+    Arc::new(
+        (0..a[0].len())
+            .map(|i| {
+                let command = arg(a, 0, i);
+                let submits = arg(a, 2, i).is_some();
+                if command.is_none() && !submits && a.len() < 3 {
+                    return None;
+                }
+                let kind = turn::turn_kind(command, submits, arg(a, 1, i));
+                Some(kind.as_str())
+            })
+            .collect::<StringArray>(),
+    )
 }
-fn is_submit(a: &StringArray) -> ArrayRef {
-    map_bool(a, |c| turn::is_submit_command(c, None))
+fn cmd_head(a: &[&StringArray]) -> ArrayRef {
+    map_str(a[0], |c| Some(turn::command_head(c)))
 }
-fn think_unclosed(a: &StringArray) -> ArrayRef {
-    map_bool(a, turn::think_unclosed)
+fn is_submit(a: &[&StringArray]) -> ArrayRef {
+    Arc::new(
+        (0..a[0].len())
+            .map(|i| arg(a, 0, i).map(|c| turn::is_submit_command(c, arg(a, 1, i))))
+            .collect::<BooleanArray>(),
+    )
 }
-fn cited_outputs(a: &StringArray) -> ArrayRef {
+fn submit_signal(a: &[&StringArray]) -> ArrayRef {
+    Arc::new(
+        (0..a[0].len())
+            .map(|i| {
+                turn::submit_signal(arg(a, 0, i), arg(a, 1, i), arg(a, 2, i), arg(a, 3, i))
+                    .map(|s| s.as_str())
+            })
+            .collect::<StringArray>(),
+    )
+}
+fn think_unclosed(a: &[&StringArray]) -> ArrayRef {
+    map_bool(a[0], turn::think_unclosed)
+}
+fn cited_outputs(a: &[&StringArray]) -> ArrayRef {
     let mut b = ListBuilder::new(Int32Builder::new());
-    for v in a.iter() {
+    for v in a[0].iter() {
         match v {
             Some(t) => {
                 for n in turn::parse_citations(t) {
@@ -130,31 +181,48 @@ fn cited_outputs(a: &StringArray) -> ArrayRef {
     }
     Arc::new(b.finish())
 }
-fn normalize_command(a: &StringArray) -> ArrayRef {
-    map_str(a, |c| Some(turn::loops::normalize_command(c)))
+fn normalize_command(a: &[&StringArray]) -> ArrayRef {
+    map_str(a[0], |c| Some(turn::loops::normalize_command(c)))
 }
-fn obs_format(a: &StringArray) -> ArrayRef {
-    map_str(a, |t| Some(turn::detect_obs_format(t).as_str().to_string()))
-}
-fn obs_failed(a: &StringArray) -> ArrayRef {
-    map_bool(a, |t| {
-        turn::observation_outcome(turn::detect_obs_format(t), t).failed
+fn obs_format(a: &[&StringArray]) -> ArrayRef {
+    map_str(a[0], |t| {
+        Some(turn::detect_obs_format(t).as_str().to_string())
     })
+}
+fn obs_failed(a: &[&StringArray]) -> ArrayRef {
+    Arc::new(
+        (0..a[0].len())
+            .map(|i| {
+                let text = arg(a, 0, i)?;
+                let format = arg(a, 1, i)
+                    .and_then(turn::ObsFormat::from_label)
+                    .unwrap_or_else(|| turn::detect_obs_format(text));
+                Some(turn::observation_outcome(format, text).failed)
+            })
+            .collect::<BooleanArray>(),
+    )
 }
 
 /// Every turnlake UDF.
 pub fn all() -> Vec<ScalarUDF> {
     let list = DataType::List(Arc::new(Field::new("item", DataType::Int32, true)));
     [
-        TextUdf::new("bash_command", DataType::Utf8, bash_command),
-        TextUdf::new("n_bash_blocks", DataType::Int32, n_bash_blocks),
-        TextUdf::new("cmd_kind", DataType::Utf8, cmd_kind),
-        TextUdf::new("is_submit", DataType::Boolean, is_submit),
-        TextUdf::new("think_unclosed", DataType::Boolean, think_unclosed),
-        TextUdf::new("cited_outputs", list, cited_outputs),
-        TextUdf::new("normalize_command", DataType::Utf8, normalize_command),
-        TextUdf::new("obs_format", DataType::Utf8, obs_format),
-        TextUdf::new("obs_failed", DataType::Boolean, obs_failed),
+        TextUdf::new("bash_command", DataType::Utf8, (1, 2), bash_command),
+        TextUdf::new("n_bash_blocks", DataType::Int32, (1, 2), n_bash_blocks),
+        TextUdf::new("cmd_kind", DataType::Utf8, (1, 3), cmd_kind),
+        TextUdf::new("cmd_head", DataType::Utf8, (1, 1), cmd_head),
+        TextUdf::new("is_submit", DataType::Boolean, (1, 2), is_submit),
+        TextUdf::new("submit_signal", DataType::Utf8, (4, 4), submit_signal),
+        TextUdf::new("think_unclosed", DataType::Boolean, (1, 1), think_unclosed),
+        TextUdf::new("cited_outputs", list, (1, 1), cited_outputs),
+        TextUdf::new(
+            "normalize_command",
+            DataType::Utf8,
+            (1, 1),
+            normalize_command,
+        ),
+        TextUdf::new("obs_format", DataType::Utf8, (1, 1), obs_format),
+        TextUdf::new("obs_failed", DataType::Boolean, (1, 2), obs_failed),
     ]
     .into_iter()
     .map(ScalarUDF::from)

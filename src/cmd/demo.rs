@@ -121,7 +121,8 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     );
 
     println!("\n== stats: where credit lives");
-    let report = stats::report(&lake).await?;
+    let mut report = stats::report(&lake).await?;
+    super::stats::plant_truth(&mut report, &serde_json::to_value(&truth)?);
     super::stats::render(
         std::io::stdout().lock(),
         &report,
@@ -134,9 +135,30 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     let summary = crate::pipeline::select::build(&lake, &select_config).await?;
     super::select::print_summary(&summary);
 
-    println!("\n== mix: sft_mix at the reference shares");
+    println!("\n== mix: sft_mix keeps every product row");
     let report = crate::pipeline::mix::build(&lake, &select_config.mix).await?;
     super::mix::print_report(&report);
+
+    let escape = engine::run_sql(
+        &engine::session(&lake).await?,
+        "SELECT traj_id FROM escape_duel ORDER BY row_id LIMIT 1",
+        "demo: an escape_duel trajectory",
+    )
+    .await?;
+    if let Some(traj_id) = crate::columns::strings(&escape, "traj_id")
+        .into_iter()
+        .flatten()
+        .next()
+    {
+        println!("\n== show: the trajectory of the first escape_duel row");
+        let view =
+            crate::pipeline::show::show(&lake, &crate::pipeline::show::Which::TrajId(traj_id))
+                .await?;
+        println!(
+            "{}",
+            super::show::render(&view, std::io::IsTerminal::is_terminal(&std::io::stdout()))
+        );
+    }
 
     println!("\n== export sft");
     let out = dir.join("sft_mix.jsonl");
@@ -161,6 +183,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         &crate::tokenize::template::ChatTemplate::chatml(),
         &rows,
         32768,
+        crate::tokenize::validate::Mode::Whole,
         &|| {},
     );
     super::validate::print_report(&report);

@@ -50,12 +50,23 @@ pub fn print_report(r: &MixReport) {
         t.add_row(vec![k.clone(), n.to_string(), pct(*s)]);
     }
     println!("{t}");
-    let mut t = Table::new();
-    t.set_header(vec!["train turns earning tag", "turns", "%"]);
-    for (k, n, s) in &r.tags {
-        t.add_row(vec![k.clone(), n.to_string(), pct(*s)]);
+    for (title, list) in [
+        ("earned tags of all train turns", &r.tags),
+        ("credit set: command mix", &r.credit_cmd),
+        ("credit set: earned tags", &r.credit_tags),
+        (
+            "credit set: earned question categories",
+            &r.credit_categories,
+        ),
+    ] {
+        let mut t = Table::new();
+        t.set_header(vec![title, "turns", "%"]);
+        for (k, n, s) in list {
+            t.add_row(vec![k.clone(), n.to_string(), pct(*s)]);
+        }
+        println!("{t}");
     }
-    println!("{t}");
+    let _ = r.reproduction.render_table(std::io::stdout().lock());
 }
 
 pub async fn run(lake: &str, args: MixArgs) -> anyhow::Result<ExitCode> {

@@ -6,6 +6,7 @@ pub mod export;
 pub mod ingest;
 pub mod mix;
 pub mod select;
+pub mod show;
 pub mod sql;
 pub mod stats;
 pub mod synth;

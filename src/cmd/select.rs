@@ -50,6 +50,7 @@ pub fn print_summary(s: &SelectSummary) {
         t.add_row(vec![mix.clone(), outcome.clone(), n.to_string()]);
     }
     println!("{t}");
+    let _ = s.reproduction.render_table(std::io::stdout().lock());
 }
 
 pub async fn run(lake: &str, args: SelectArgs) -> anyhow::Result<ExitCode> {

@@ -24,6 +24,60 @@ pub struct StatsArgs {
     /// Write credit_by_kind.png and credit_by_turn.png here.
     #[arg(long)]
     pub plots: Option<PathBuf>,
+    /// A synthetic corpus's truth.json: its planted figures get a column of their own.
+    #[arg(long)]
+    pub truth: Option<PathBuf>,
+}
+
+/// Put a synthetic corpus's planted figures (`realized` in truth.json) beside the lake's.
+pub fn plant_truth(r: &mut Report, truth: &serde_json::Value) {
+    let fig = &truth["realized"];
+    let get = |ptr: &str| fig.pointer(ptr).and_then(serde_json::Value::as_f64);
+    let t = &mut r.reproduction;
+    for (label, key) in [("cat -n", "cat_n"), ("find/ls", "find_ls")] {
+        t.plant(
+            &format!("stats.{key}.mean_credit"),
+            get(&format!(
+                "/credit_by_kind/{}/mean_credit",
+                label.replace('/', "~1")
+            )),
+        );
+        t.plant(
+            &format!("stats.{key}.pct_earning"),
+            get(&format!(
+                "/credit_by_kind/{}/pct_earning",
+                label.replace('/', "~1")
+            )),
+        );
+    }
+    t.plant(
+        "stats.turn1.mean_credit",
+        get("/credit_by_turn/1/mean_credit"),
+    );
+    t.plant(
+        "stats.turn15.mean_credit",
+        get("/credit_by_turn/15/mean_credit"),
+    );
+    t.plant(
+        "stats.failed_own",
+        get("/failed_own_share").map(|v| 100.0 * v),
+    );
+    t.plant(
+        "stats.earning_after_failure",
+        get("/pct_earning_after_failure"),
+    );
+    t.plant("stats.earning_all", get("/pct_earning_baseline"));
+    let counts = &truth["counts"];
+    t.plant("corpus.samples", counts["samples"].as_f64());
+    t.plant("corpus.sides", counts["sides"].as_f64());
+    t.plant("corpus.albedo_turns", counts["albedo_turns"].as_f64());
+}
+
+/// Read a truth.json written by `turnlake synth`.
+pub fn read_truth(path: &std::path::Path) -> anyhow::Result<serde_json::Value> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))
 }
 
 /// The report's sections as (title, header, rows) in display form.
@@ -68,6 +122,10 @@ fn sections(r: &Report) -> Vec<(String, Vec<&'static str>, Vec<Vec<String>>)> {
             vec!["measure", "value"],
             vec![
                 vec![
+                    "scored turns whose own observation failed (%)".into(),
+                    f1(100.0 * e.share_failed_own),
+                ],
+                vec![
                     "turns after a failed observation (%)".into(),
                     f1(100.0 * e.share_after_failure),
                 ],
@@ -108,6 +166,28 @@ fn sections(r: &Report) -> Vec<(String, Vec<&'static str>, Vec<Vec<String>>)> {
                 ],
             ],
         ),
+        (
+            "What `other` holds: the commonest programs, per source".into(),
+            vec![
+                "source",
+                "program",
+                "turns",
+                "% of other",
+                "other % of source",
+            ],
+            r.other_heads
+                .iter()
+                .map(|h| {
+                    vec![
+                        h.source.clone(),
+                        h.head.clone(),
+                        h.turns.to_string(),
+                        f1(100.0 * h.share_of_other),
+                        f1(100.0 * h.other_share_of_source),
+                    ]
+                })
+                .collect(),
+        ),
     ]
 }
 
@@ -123,7 +203,7 @@ pub fn render<W: Write>(mut w: W, r: &Report, format: ReportFormat) -> std::io::
                 }
                 writeln!(w, "{title}\n{t}\n")?;
             }
-            Ok(())
+            r.reproduction.render_table(w)
         }
         ReportFormat::Markdown => {
             for (title, header, rows) in sections(r) {
@@ -138,14 +218,17 @@ pub fn render<W: Write>(mut w: W, r: &Report, format: ReportFormat) -> std::io::
                 }
                 writeln!(w)?;
             }
-            Ok(())
+            r.reproduction.render_markdown(w)
         }
     }
 }
 
 pub async fn run(lake: &str, args: StatsArgs) -> anyhow::Result<ExitCode> {
     let lake = Lake::open(lake)?;
-    let r = report(&lake).await?;
+    let mut r = report(&lake).await?;
+    if let Some(path) = &args.truth {
+        plant_truth(&mut r, &read_truth(path)?);
+    }
     render(std::io::stdout().lock(), &r, args.format)?;
     if let Some(dir) = &args.plots {
         write_plots(&r, dir)?;

@@ -9,10 +9,11 @@ use std::process::ExitCode;
 use crate::engine;
 use crate::export::sft;
 use crate::lake::Lake;
+use crate::pipeline::reproduction::Reproduction;
 use crate::tokenize::hf::HfEncoder;
 use crate::tokenize::template::ChatTemplate;
 use crate::tokenize::tiktoken::{TiktokenEncoder, QWEN_PATTERN};
-use crate::tokenize::validate::{validate, ValidationReport};
+use crate::tokenize::validate::{validate, Mode, ValidationReport};
 use crate::tokenize::{TextEncoder, CHATML_SPECIALS, DEFAULT_TOKENIZER};
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -45,6 +46,10 @@ pub struct ValidateArgs {
     pub limit: usize,
     #[arg(long, value_enum, default_value = "keep")]
     pub over_limit: OverLimit,
+    /// `whole`: tokenize each rendered conversation as one string, as
+    /// chat-template trainers do; `segments`: each message's content on its own.
+    #[arg(long, value_enum, default_value = "whole")]
+    pub mode: Mode,
 }
 
 pub fn encoder(
@@ -65,11 +70,34 @@ pub fn encoder(
     })
 }
 
+/// The reference's credit-set token figures beside the lake's.
+pub fn reproduction(r: &ValidationReport) -> Reproduction {
+    let mut t = Reproduction::new("Reproduction: validation (turnlake validate)");
+    let credit = r.lengths.iter().find(|l| l.mix == "credit");
+    t.add("select.credit.rows", credit.map(|l| l.rows as f64));
+    t.add(
+        "select.credit.train_turns",
+        credit.map(|l| l.train_turns as f64),
+    );
+    t.add(
+        "validate.credit.trainable_tokens",
+        credit.map(|l| l.trainable_tokens as f64),
+    );
+    t.add("validate.credit.mean_tokens", credit.map(|l| l.mean));
+    t.add(
+        "validate.credit.over_limit",
+        credit.map(|l| 100.0 * l.over_limit as f64 / l.rows.max(1) as f64),
+    );
+    t.note("token counts depend on the tokenizer: the reference used the trainer's (Qwen) vocabulary, the default here is turnlake's small BPE");
+    t
+}
+
 pub fn print_report(r: &ValidationReport) {
     println!(
-        "{} rows, {} train turns: {:.2}% decode back exactly; {} tokens, {} trainable",
+        "{} rows, {} train turns ({:?} mode): {:.2}% decode back exactly; {} tokens, {} trainable",
         r.rows,
         r.train_turns,
+        r.mode,
         100.0 * r.pass_rate(),
         r.total_tokens,
         r.trainable_tokens
@@ -78,7 +106,10 @@ pub fn print_report(r: &ValidationReport) {
     t.set_header(vec![
         "mix",
         "rows",
-        "median tokens",
+        "train turns",
+        "trainable tokens",
+        "mean tokens",
+        "median",
         "p95",
         "max",
         &format!("over {}", r.limit),
@@ -87,6 +118,9 @@ pub fn print_report(r: &ValidationReport) {
         t.add_row(vec![
             l.mix.clone(),
             l.rows.to_string(),
+            l.train_turns.to_string(),
+            l.trainable_tokens.to_string(),
+            format!("{:.0}", l.mean),
             l.median.to_string(),
             l.p95.to_string(),
             l.max.to_string(),
@@ -98,6 +132,21 @@ pub fn print_report(r: &ValidationReport) {
         ]);
     }
     println!("{t}");
+    if r.boundary_merges > 0 {
+        println!(
+            "{} train turn(s) have a token merged across their boundary",
+            r.boundary_merges
+        );
+    }
+    if !r.special_text_rows.is_empty() {
+        println!(
+            "{} row(s) hold special-token text in their content ({}): a trainer's tokenizer reads it as special tokens{}",
+            r.special_text_rows.len(),
+            r.special_text_rows.iter().take(5).cloned().collect::<Vec<_>>().join(", "),
+            if r.special_text_rows.len() > 5 { ", ..." } else { "" }
+        );
+    }
+    let _ = reproduction(r).render_table(std::io::stdout().lock());
     for f in &r.failures {
         println!(
             "FAIL row {} message {} (t={}): {}",
@@ -128,7 +177,14 @@ pub async fn run(lake: &str, args: ValidateArgs) -> anyhow::Result<ExitCode> {
         .context("reading the rows to validate")?;
     let bar = crate::progress::bar(rows.len() as u64, "validate");
     let started = std::time::Instant::now();
-    let report = validate(enc.as_ref(), &template, &rows, args.limit, &|| bar.inc(1));
+    let report = validate(
+        enc.as_ref(),
+        &template,
+        &rows,
+        args.limit,
+        args.mode,
+        &|| bar.inc(1),
+    );
     let secs = started.elapsed().as_secs_f64();
     bar.finish_and_clear();
     print_report(&report);
@@ -151,25 +207,18 @@ pub async fn run(lake: &str, args: ValidateArgs) -> anyhow::Result<ExitCode> {
         Vec::new()
     };
     let ctx = engine::session(&lake).await?;
-    let filter = if dropped.is_empty() {
-        String::new()
-    } else {
-        format!(
-            " WHERE row_id NOT IN ({})",
-            dropped
-                .iter()
-                .map(|r| format!("'{}'", r.replace('\'', "''")))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
+    let kept = {
+        use datafusion::prelude::{col, lit};
+        let dropped_ids = dropped.iter().map(|r| lit(r.as_str())).collect();
+        ctx.table(args.table.as_str())
+            .await?
+            .filter(col("row_id").in_list(dropped_ids, true))?
+            .sort(vec![col("row_id").sort(true, false)])?
+            .collect()
+            .await
+            .context("validate: keeping rows")?
     };
-    let kept = engine::run_sql(
-        &ctx,
-        &format!("SELECT * FROM \"{}\"{filter} ORDER BY row_id", args.table),
-        "validate: keeping rows",
-    )
-    .await?;
-    let provenance = serde_json::json!({"step": "validate", "input": args.table, "limit": args.limit, "over_limit": format!("{:?}", args.over_limit), "dropped": dropped.len()});
+    let provenance = serde_json::json!({"step": "validate", "input": args.table, "limit": args.limit, "mode": args.mode, "over_limit": format!("{:?}", args.over_limit), "dropped": dropped.len()});
     lake.overwrite("sft_validated", kept, provenance).await?;
     println!(
         "{} row(s) over {} tokens {}; sft_validated written",

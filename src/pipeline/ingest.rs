@@ -37,8 +37,8 @@ pub enum IngestError {
     Engine(#[from] EngineError),
     #[error("reading input")]
     Io(#[from] std::io::Error),
-    #[error("the reader thread panicked")]
-    Reader,
+    #[error("the reader thread stopped: {0}")]
+    Reader(String),
 }
 
 /// What one ingest did.
@@ -147,7 +147,7 @@ fn read_all(
             );
             let opts = albedo::AlbedoOptions { verify };
             for dir in folders {
-                albedo::read_run(&dir, &opts, &runs, &mut emit)?;
+                per_file(&dir, || albedo::read_run(&dir, &opts, &runs, &mut emit))?;
                 bar.inc(albedo::run_bytes(&dir));
             }
             bar.finish_and_clear();
@@ -155,14 +155,14 @@ fn read_all(
         InputKind::MiniCoder => {
             let (files, bar) = files_and_bar(&paths, mini_coder::wants)?;
             for f in files {
-                mini_coder::read_file(&f, &|n| bar.inc(n), &mut emit)?;
+                per_file(&f, || mini_coder::read_file(&f, &|n| bar.inc(n), &mut emit))?;
             }
             bar.finish_and_clear();
         }
         InputKind::Mswea => {
             let (files, bar) = files_and_bar(&paths, mswea::wants)?;
             for f in files {
-                mswea::read_file(&f, &mut emit)?;
+                per_file(&f, || mswea::read_file(&f, &mut emit))?;
                 bar.inc(file_len(&f));
             }
             bar.finish_and_clear();
@@ -238,6 +238,38 @@ async fn delete_run(lake: &Lake, eval_run_id: &str) -> Result<(), LakeError> {
     Ok(())
 }
 
+/// What a reader thread that panicked said (rules run under `derive_checked`,
+/// so this is a reader bug, reported with its message).
+fn panic_message(e: tokio::task::JoinError) -> String {
+    match e.try_into_panic() {
+        Ok(payload) => format!("it panicked: {}", payload_text(payload.as_ref())),
+        Err(e) => e.to_string(),
+    }
+}
+
+fn payload_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".into())
+}
+
+/// Read one input file or folder; a panic in the reader becomes an error
+/// that names the file and the panic's message.
+fn per_file(
+    path: &std::path::Path,
+    read: impl FnOnce() -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(read)).unwrap_or_else(|payload| {
+        Err(std::io::Error::other(format!(
+            "{}: the reader failed on a bug ({}); please report it",
+            path.display(),
+            payload_text(payload.as_ref())
+        )))
+    })
+}
+
 /// Ingest `paths` of `kind` into `lake`.
 pub async fn ingest(
     lake: &Lake,
@@ -307,6 +339,8 @@ pub async fn ingest(
         }
     }
     buf.flush(lake).await?;
-    reader.await.map_err(|_| IngestError::Reader)??;
+    reader
+        .await
+        .map_err(|e| IngestError::Reader(panic_message(e)))??;
     Ok(report)
 }

@@ -9,6 +9,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use super::reproduction::Reproduction;
 use super::select::{MixConfig, SelectError, PRODUCTS};
 use super::sqlstep::run_script;
 use crate::columns::{f64s, i64s, scalar_i64, strings};
@@ -64,8 +65,14 @@ pub struct MixReport {
     pub mixes: Vec<MixRow>,
     /// cmd_kind -> share of train turns
     pub commands: Vec<(String, i64, f64)>,
-    /// tag -> share of train turns earning it
+    /// tag -> (turn, tag) pairs and their share of all earned tags
     pub tags: Vec<(String, i64, f64)>,
+    /// The credit set's command mix, earned tags and earned question categories.
+    pub credit_cmd: Vec<(String, i64, f64)>,
+    pub credit_tags: Vec<(String, i64, f64)>,
+    pub credit_categories: Vec<(String, i64, f64)>,
+    /// Every figure the reference publishes for the mix, beside the lake's.
+    pub reproduction: Reproduction,
 }
 
 /// Register `rows_in` as `table` and define the train-turn views over it.
@@ -121,7 +128,8 @@ async fn report(
             })
             .collect()
     };
-    Ok(MixReport {
+    let figures = q("SELECT * FROM credit_set_figures").await?;
+    let mut report = MixReport {
         available,
         mixes,
         commands: shares(
@@ -132,9 +140,77 @@ async fn report(
         tags: shares(
             q("SELECT * FROM mix_tags ORDER BY turns DESC, tag").await?,
             "tag",
-            "share_of_train_turns",
+            "share",
         ),
-    })
+        credit_cmd: shares(
+            q("SELECT * FROM credit_set_cmd ORDER BY turns DESC, cmd_kind").await?,
+            "cmd_kind",
+            "share",
+        ),
+        credit_tags: shares(
+            q("SELECT * FROM credit_set_tags ORDER BY turns DESC, tag").await?,
+            "tag",
+            "share",
+        ),
+        credit_categories: shares(
+            q("SELECT * FROM credit_set_categories ORDER BY turns DESC, category").await?,
+            "category",
+            "share",
+        ),
+        reproduction: Reproduction::default(),
+    };
+    report.reproduction = reproduction(&report, &figures);
+    Ok(report)
+}
+
+/// The mix's reproduction table.
+fn reproduction(r: &MixReport, figures: &[RecordBatch]) -> Reproduction {
+    let one = |name: &str| f64s(figures, name).first().copied().flatten();
+    let share = |list: &[(String, i64, f64)], key: &str| {
+        Some(100.0 * list.iter().find(|(k, _, _)| k == key).map_or(0.0, |x| x.2))
+    };
+    let mut t = Reproduction::new("Reproduction: mixture (turnlake mix)");
+    let rows: i64 = r.mixes.iter().map(|m| m.rows).sum();
+    t.add("mix.rows", Some(rows as f64));
+    t.add(
+        "mix.train_turns",
+        Some(r.mixes.iter().map(|m| m.train_turns).sum::<i64>() as f64),
+    );
+    for (mix, _) in PRODUCTS {
+        let m = r.mixes.iter().find(|m| m.mix == mix);
+        t.add(
+            &format!("mix.share.{mix}"),
+            Some(100.0 * m.map_or(0.0, |m| m.share_rows)),
+        );
+    }
+    let credit = r.mixes.iter().find(|m| m.mix == "credit");
+    t.add("select.credit.rows", credit.map(|m| m.rows as f64));
+    t.add(
+        "select.credit.train_turns",
+        credit.map(|m| m.train_turns as f64),
+    );
+    t.add("mix.credit.recovery_turns", one("recovery_turns"));
+    t.add(
+        "mix.credit.rows_with_recovery",
+        one("rows_with_recovery").map(|v| 100.0 * v),
+    );
+    t.add("mix.credit.source_score", one("source_score"));
+    for kind in ["cat -n", "sed -n", "cat", "find/ls"] {
+        t.add(
+            &format!("mix.credit.cmd.{kind}"),
+            share(&r.credit_cmd, kind),
+        );
+    }
+    t.add(
+        "mix.credit.category.grounding",
+        share(&r.credit_categories, "grounding"),
+    );
+    for tag in ["explore", "claims"] {
+        t.add(&format!("mix.credit.tag.{tag}"), share(&r.credit_tags, tag));
+    }
+    t.note("tag and category shares are over (train turn, tag) pairs earned by valid yes-citations, each summing to 100%");
+    t.note("the reference's `grounding` is a question category in the real scoring files, so it is compared with the category share");
+    t
 }
 
 /// Compose `sft_mix` in `lake` and report its composition.

@@ -4,6 +4,8 @@
 pub mod credit;
 pub mod ingest;
 pub mod mix;
+pub mod reproduction;
 pub mod select;
+pub mod show;
 pub mod sqlstep;
 pub mod stats;

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use super::reproduction::{Reproduction, Unit};
 use super::sqlstep::run_script;
 use crate::columns::{f64s, i64s, scalar_i64, strings};
 use crate::engine::{self, EngineError};
@@ -36,6 +37,12 @@ pub struct CreditGates {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct EscapeMini {
+    pub t_min: i64,
+    pub t_max: i64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct FinishMini {
     pub t_min: i64,
     pub t_max: i64,
@@ -54,6 +61,7 @@ pub struct MixConfig {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct SelectConfig {
     pub credit: CreditGates,
+    pub escape_mini: EscapeMini,
     pub finish_mini: FinishMini,
     pub mix: MixConfig,
 }
@@ -111,6 +119,8 @@ pub struct SelectSummary {
     pub escape_duel_from_rejected: f64,
     /// Distinct instances the finish_mini rows were mined from.
     pub finish_instances: i64,
+    /// Every figure the reference publishes for the selection, beside the lake's.
+    pub reproduction: Reproduction,
 }
 
 fn params_batch(c: &SelectConfig) -> Result<RecordBatch, arrow::error::ArrowError> {
@@ -122,6 +132,8 @@ fn params_batch(c: &SelectConfig) -> Result<RecordBatch, arrow::error::ArrowErro
         ("max_cmd_run", i(c.credit.max_cmd_run)),
         ("loop_dup_ratio", f(c.credit.loop_dup_ratio)),
         ("loop_max_run", i(c.credit.loop_max_run)),
+        ("escape_t_min", i(c.escape_mini.t_min)),
+        ("escape_t_max", i(c.escape_mini.t_max)),
         ("finish_t_min", i(c.finish_mini.t_min)),
         ("finish_t_max", i(c.finish_mini.t_max)),
         ("finish_cap", i(c.finish_mini.cap)),
@@ -148,6 +160,101 @@ fn counts(batches: &[RecordBatch], key: &str, n: &str) -> BTreeMap<String, i64> 
         .zip(i64s(batches, n))
         .map(|(k, n)| (k.unwrap_or_default(), n.unwrap_or(0)))
         .collect()
+}
+
+/// The rows of one product, in row_id order.
+async fn product_rows(ctx: &SessionContext, mix: &str) -> Result<Vec<RecordBatch>, SelectError> {
+    use datafusion::prelude::{col, lit};
+    let err = |source| EngineError::Query {
+        context: format!("{SQL_FILE}, products of {mix}"),
+        source,
+    };
+    let df = ctx
+        .table("products")
+        .await
+        .map_err(err)?
+        .filter(col("mix").eq(lit(mix)))
+        .map_err(err)?
+        .sort(vec![col("row_id").sort(true, false)])
+        .map_err(err)?;
+    Ok(df.collect().await.map_err(err)?)
+}
+
+/// The selection's reproduction table from its summary and `select_figures`.
+fn reproduction(s: &SelectSummary, figures: &[RecordBatch]) -> Reproduction {
+    let n = |name: &str| f64s(figures, name).first().copied().flatten();
+    let product = |mix: &str| s.products.get(mix).copied().unwrap_or((0, 0, 0));
+    let mut t = Reproduction::new("Reproduction: selection (turnlake select)");
+    t.add("corpus.sides", n("sides_judged"));
+    t.add("select.sides_passing", n("sides_passing"));
+    let (mined, kept, train) = product("credit");
+    let dropped = *s.dropped_rows.get("credit").unwrap_or(&0);
+    t.add("select.credit.rows_mined", Some((mined + dropped) as f64));
+    t.add("select.credit.rows", Some(kept as f64));
+    t.add("select.credit.train_turns", Some(train as f64));
+    t.add("select.credit.dropped", Some(dropped as f64));
+    t.add_own(
+        "select.demotions",
+        "train turns demoted by the format gate (all products)",
+        Unit::Count,
+        n("demotions"),
+    );
+    t.add(
+        "select.escape_duel.rows",
+        Some(product("escape_duel").1 as f64),
+    );
+    t.add("select.escape_duel.samples", n("escape_duel_samples"));
+    t.add(
+        "select.escape_duel.from_rejected",
+        Some(100.0 * s.escape_duel_from_rejected),
+    );
+    t.add(
+        "select.escape_duel.after_failure",
+        n("escape_duel_after_failure").map(|v| 100.0 * v),
+    );
+    t.add(
+        "select.escape_duel.after_repeat_run",
+        n("escape_duel_after_repeat_run").map(|v| 100.0 * v),
+    );
+    t.add(
+        "select.escape_duel.prior_failures_mean",
+        n("escape_duel_prior_failures_mean"),
+    );
+    t.add(
+        "select.escape_duel.prior_failures_max",
+        n("escape_duel_prior_failures_max"),
+    );
+    t.add(
+        "select.escape_mini.rows",
+        Some(product("escape_mini").1 as f64),
+    );
+    t.add(
+        "select.escape_mini.past_16",
+        n("escape_mini_past_16").map(|v| 100.0 * v),
+    );
+    let (mined, kept, _) = product("finish_mini");
+    t.add("select.finish_mini.candidates", Some(mined as f64));
+    t.add(
+        "select.finish_mini.instances",
+        Some(s.finish_instances as f64),
+    );
+    t.add("select.finish_mini.rows", Some(kept as f64));
+    t.add(
+        "select.finish_mini.submit_candidates",
+        n("finish_submit_candidates"),
+    );
+    t.add_own(
+        "select.finish_mini.submit_rows",
+        "finish_mini rows whose train turn is a submit",
+        Unit::Count,
+        n("finish_submit_rows"),
+    );
+    t.add("select.recovery.available", n("recovery_available"));
+    t.add("select.recovery.passing", n("recovery_passing"));
+    t.note("a repeat run: the two commands before a turn are the same normalized command; the escape's own command differs");
+    t.note("finish_mini's \"submit turns available\" is read as candidates whose train turn is the closing submit");
+    t.note("credit rows before/after the gate stand for the reference's before/after validation; 87 dropped = 4,751 - 4,664");
+    t
 }
 
 /// Build the products in `lake`.
@@ -177,11 +284,7 @@ pub async fn build(lake: &Lake, config: &SelectConfig) -> Result<SelectSummary, 
         async move { engine::run_sql(&ctx, &sql, &format!("{SQL_FILE}, {what}")).await }
     };
     for (mix, table) in PRODUCTS {
-        let rows = q(
-            format!("SELECT * FROM products WHERE mix = '{mix}' ORDER BY row_id"),
-            "products",
-        )
-        .await?;
+        let rows = product_rows(&ctx, mix).await?;
         lake.overwrite(table, rows, provenance.clone()).await?;
     }
     let demotions = q(
@@ -254,5 +357,7 @@ pub async fn build(lake: &Lake, config: &SelectConfig) -> Result<SelectSummary, 
     summary.finish_instances = scalar_i64(
         &q("SELECT count(DISTINCT instance_id) AS n FROM gated_rows WHERE mix = 'finish_mini' AND n_train > 0".into(), "gated_rows").await?,
     );
+    let figures = q("SELECT * FROM select_figures".into(), "select_figures").await?;
+    summary.reproduction = reproduction(&summary, &figures);
     Ok(summary)
 }

@@ -4,6 +4,7 @@
 use arrow::record_batch::RecordBatch;
 use serde::Serialize;
 
+use super::reproduction::Reproduction;
 use super::sqlstep::run_script;
 use crate::columns::{f64s, i64s, scalar_i64, strings};
 use crate::engine::{self, EngineError};
@@ -31,6 +32,8 @@ pub struct TurnStat {
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Exposure {
+    /// Share of scored turns whose own observation failed (of those an observation follows).
+    pub share_failed_own: f64,
     /// Share of scored turns whose previous observation failed.
     pub share_after_failure: f64,
     pub pct_earning_after_failure: f64,
@@ -47,8 +50,27 @@ pub struct TagStat {
     pub share: f64,
 }
 
+/// A program heading commands classified `other`, per source.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct OtherHead {
+    pub source: String,
+    pub head: String,
+    pub turns: i64,
+    pub share_of_other: f64,
+    /// Share of all the source's turns that are `other`.
+    pub other_share_of_source: f64,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Corpus {
+    pub samples: i64,
+    pub sides: i64,
+    pub albedo_turns: i64,
+}
+
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Report {
+    pub corpus: Corpus,
     pub scored_turns: i64,
     pub by_kind: Vec<KindStat>,
     pub by_turn: Vec<TurnStat>,
@@ -58,7 +80,14 @@ pub struct Report {
     pub share_citing: f64,
     /// Share of yes-answers that cite nothing: credit no turn can claim.
     pub share_yes_uncited: f64,
+    /// The most common programs inside `other`, per source (top 10 each).
+    pub other_heads: Vec<OtherHead>,
+    /// Every figure the reference publishes for this step, beside the lake's.
+    pub reproduction: Reproduction,
 }
+
+/// How many programs inside `other` the report lists per source.
+const OTHER_HEADS: usize = 10;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StatsError {
@@ -128,6 +157,7 @@ pub async fn report(lake: &Lake) -> Result<Report, StatsError> {
     let b = view(&ctx, "stats_exposure", "").await?;
     let one = |name: &str| first(&b, name);
     let exposure = Exposure {
+        share_failed_own: one("share_failed_own"),
         share_after_failure: one("share_after_failure"),
         pct_earning_after_failure: one("pct_earning_after_failure"),
         pct_earning_otherwise: one("pct_earning_otherwise"),
@@ -147,16 +177,90 @@ pub async fn report(lake: &Lake) -> Result<Report, StatsError> {
 
     let b = view(&ctx, "stats_citing", "").await?;
     let one = |name: &str| first(&b, name);
+    let (share_citing, share_yes_uncited) = (one("share_citing"), one("share_yes_uncited"));
     let scored = engine::run_sql(&ctx, "SELECT count(*) AS n FROM stats_scored", SQL_FILE).await?;
-    Ok(Report {
+
+    let b = view(&ctx, "stats_corpus", "").await?;
+    let count = |name: &str| i64s(&b, name).first().copied().flatten().unwrap_or(0);
+    let corpus = Corpus {
+        samples: count("samples"),
+        sides: count("sides"),
+        albedo_turns: count("albedo_turns"),
+    };
+
+    let b = view(
+        &ctx,
+        "stats_other_heads",
+        "ORDER BY source, turns DESC, head",
+    )
+    .await?;
+    let (src, head, turns, share, of_source) = (
+        strings(&b, "source"),
+        strings(&b, "head"),
+        i64s(&b, "turns"),
+        f64s(&b, "share_of_other"),
+        f64s(&b, "other_share_of_source"),
+    );
+    let mut other_heads: Vec<OtherHead> = Vec::new();
+    for i in 0..src.len() {
+        let source = src[i].clone().unwrap_or_default();
+        if other_heads.iter().filter(|h| h.source == source).count() < OTHER_HEADS {
+            other_heads.push(OtherHead {
+                source,
+                head: head[i].clone().unwrap_or_default(),
+                turns: turns[i].unwrap_or(0),
+                share_of_other: num(share[i]),
+                other_share_of_source: num(of_source[i]),
+            });
+        }
+    }
+
+    let mut report = Report {
+        corpus,
         scored_turns: scalar_i64(&scored),
         by_kind,
         by_turn,
         exposure,
         by_tag,
-        share_citing: one("share_citing"),
-        share_yes_uncited: one("share_yes_uncited"),
-    })
+        share_citing,
+        share_yes_uncited,
+        other_heads,
+        reproduction: Reproduction::default(),
+    };
+    report.reproduction = reproduction(&report);
+    Ok(report)
+}
+
+/// The reference's credit figures beside the lake's.
+fn reproduction(r: &Report) -> Reproduction {
+    let mut t = Reproduction::new("Reproduction: credit (turnlake stats)");
+    let kind = |k: &str| r.by_kind.iter().find(|s| s.cmd_kind == k);
+    let turn = |n: i64| r.by_turn.iter().find(|s| s.t == n);
+    t.add("corpus.samples", Some(r.corpus.samples as f64));
+    t.add("corpus.sides", Some(r.corpus.sides as f64));
+    t.add("corpus.albedo_turns", Some(r.corpus.albedo_turns as f64));
+    for (label, key) in [("cat -n", "cat_n"), ("find/ls", "find_ls")] {
+        t.add(
+            &format!("stats.{key}.mean_credit"),
+            kind(label).map(|k| k.mean_credit),
+        );
+        t.add(
+            &format!("stats.{key}.pct_earning"),
+            kind(label).map(|k| k.pct_earning),
+        );
+    }
+    t.add("stats.turn1.mean_credit", turn(1).map(|s| s.mean_credit));
+    t.add("stats.turn15.mean_credit", turn(15).map(|s| s.mean_credit));
+    let e = &r.exposure;
+    t.add("stats.failed_own", Some(100.0 * e.share_failed_own));
+    t.add(
+        "stats.earning_after_failure",
+        Some(e.pct_earning_after_failure),
+    );
+    t.add("stats.earning_all", Some(e.pct_earning_baseline));
+    t.add("stats.citing", Some(100.0 * r.share_citing));
+    t.note("the failure share counts each scored turn's own observation, over the scored turns an observation follows");
+    t
 }
 
 /// The first value of a one-row result's column.

@@ -11,7 +11,7 @@ use super::json::{
     opt_bool, opt_f64, opt_i64, opt_str, parse_record, req_array, req_str, FieldError, FieldResult,
 };
 use super::rows::{EvalRow, JudgmentRow, QuestionRow};
-use super::{derive, lines, reject, RawMessage, RawTrajectory, Record, Unit};
+use super::{derive_checked, lines, reject, RawMessage, RawTrajectory, Record, Unit};
 use crate::turn::parse_citations;
 
 pub const SOURCE: &str = "albedo";
@@ -312,10 +312,16 @@ pub fn read_run(
                 scores.get(&sample_id).map(|(_, s, _)| s),
                 &a.path,
                 line,
-            ) {
+            )
+            .and_then(|sides| {
+                sides
+                    .iter()
+                    .map(derive_checked)
+                    .collect::<FieldResult<Vec<_>>>()
+            }) {
                 Ok(trajectories) => {
                     let mut unit = Unit {
-                        trajectories: trajectories.iter().map(derive).collect(),
+                        trajectories,
                         ..Default::default()
                     };
                     if let Some(e) = pending_eval.take() {

@@ -3,11 +3,12 @@
 
 use sha2::{Digest, Sha256};
 
+use super::json::{FieldError, FieldResult};
 use super::rows::{MessageRow, TrajectoryRow, TurnRow};
 use crate::turn::{
-    classify_command, detect_obs_format, extract_bash_blocks, loop_metrics,
+    action_text, detect_obs_format, extract_bash_blocks, loop_metrics,
     loops::{normalize_command, repeat_flags},
-    observation_outcome, think_unclosed, CmdKind,
+    observation_outcome, submit_signal, think_unclosed, turn_kind, ObsFormat,
 };
 
 /// One recorded message, as read from any source.
@@ -82,6 +83,32 @@ fn is_observation_role(role: &str) -> bool {
     role == "user" || role == "tool"
 }
 
+/// The exit status of the run's exit record when it is the next message
+/// after the assistant turn at `idx` and that turn's observations.
+fn exit_status_after(raw: &RawTrajectory, idx: usize) -> Option<&str> {
+    let after = raw.messages[idx + 1..]
+        .iter()
+        .find(|m| !is_observation_role(&m.role))?;
+    (after.role == "exit").then(|| raw.exit_status.as_deref().unwrap_or(""))
+}
+
+/// `derive`, with a panic in a turn rule turned into a field error that names
+/// the rule's message, so one odd record becomes a reject instead of ending
+/// the whole ingest.
+pub fn derive_checked(raw: &RawTrajectory) -> FieldResult<TrajectoryRows> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| derive(raw))).map_err(|payload| {
+        let msg = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        FieldError::new(
+            "turns",
+            format!("a turn rule failed on this record ({msg}); please report it with this reject"),
+        )
+    })
+}
+
 pub fn derive(raw: &RawTrajectory) -> TrajectoryRows {
     let traj_sha = messages_sha(&raw.messages);
     let first_own = raw
@@ -129,12 +156,7 @@ pub fn derive(raw: &RawTrajectory) -> TrajectoryRows {
         .filter(|(_, m)| m.role == "assistant")
     {
         let blocks: Vec<String> = if m.actions.is_empty() {
-            let text = if m.content.trim().is_empty() {
-                m.reasoning_content.as_deref().unwrap_or("")
-            } else {
-                &m.content
-            };
-            extract_bash_blocks(text)
+            extract_bash_blocks(action_text(&m.content, m.reasoning_content.as_deref()))
                 .into_iter()
                 .map(str::to_string)
                 .collect()
@@ -142,20 +164,19 @@ pub fn derive(raw: &RawTrajectory) -> TrajectoryRows {
             m.actions.clone()
         };
         let command = blocks.first().cloned();
-        let kind = command
-            .as_deref()
-            .map(|c| classify_command(c, marker))
-            .unwrap_or(CmdKind::Other);
         let next = raw
             .messages
             .get(idx + 1)
             .filter(|n| is_observation_role(&n.role));
-        let outcome = next.map(|n| {
-            observation_outcome(
-                obs_format.unwrap_or(crate::turn::ObsFormat::OpenHands),
-                &n.content,
-            )
-        });
+        let signal = submit_signal(
+            command.as_deref(),
+            next.map(|n| n.content.as_str()),
+            exit_status_after(raw, idx),
+            marker,
+        );
+        let kind = turn_kind(command.as_deref(), signal.is_some(), marker);
+        let outcome = next
+            .map(|n| observation_outcome(obs_format.unwrap_or(ObsFormat::OpenHands), &n.content));
         let candidate_n = if m.score_target {
             candidate += 1;
             Some(candidate)
@@ -174,11 +195,12 @@ pub fn derive(raw: &RawTrajectory) -> TrajectoryRows {
             obs_failed: outcome.map(|o| o.failed),
             returncode: outcome.and_then(|o| o.returncode),
             think_unclosed: think_unclosed(&m.content),
-            is_submit: kind == CmdKind::Submit,
+            is_submit: signal.is_some(),
+            submit_signal: signal.map(|s| s.as_str().to_string()),
             is_repeat: false,
             repeats_prev: false,
             prev_failed: false,
-            prev_repeat: false,
+            after_repeat_run: false,
             prior_failures: 0,
             is_last: false,
             turn_sha: turn_shas[t as usize - 1].clone(),
@@ -247,8 +269,9 @@ pub fn derive(raw: &RawTrajectory) -> TrajectoryRows {
     }
 }
 
-/// What each turn inherits from the one before it: the previous observation's
-/// failure (and how many failed in a row), whether the previous turn repeated,
+/// What each turn inherits from the ones before it: the previous observation's
+/// failure (and how many failed in a row, over the whole trajectory, shared
+/// context included), whether the two commands before it are one repeat run,
 /// whether this command equals the previous one; and which turn is last.
 fn link_neighbours(turns: &mut [TurnRow]) {
     let mut failures = 0;
@@ -260,7 +283,7 @@ fn link_neighbours(turns: &mut [TurnRow]) {
             failures = if failed { failures + 1 } else { 0 };
             cur.prev_failed = failed;
             cur.prior_failures = failures;
-            cur.prev_repeat = prev.is_repeat;
+            cur.after_repeat_run = prev.repeats_prev;
             cur.repeats_prev = match (&prev.command, &cur.command) {
                 (Some(a), Some(b)) => normalize_command(a) == normalize_command(b),
                 _ => false,
@@ -313,14 +336,73 @@ mod tests {
         assert!(t[2].is_repeat && t[2].think_unclosed);
         assert!(t[3].is_submit && t[3].obs_failed.is_none());
         assert!(
-            t[2].prev_failed && t[2].prior_failures == 1 && !t[3].prev_failed && t[3].prev_repeat
+            t[2].prev_failed
+                && t[2].prior_failures == 1
+                && !t[3].prev_failed
+                && !t[3].after_repeat_run
         );
+        assert_eq!(t[3].submit_signal.as_deref(), Some("command"));
+        assert_eq!(t[3].cmd_kind, "submit");
         assert!(t[3].is_last && !t[2].is_last && !t[2].repeats_prev);
         assert_eq!(rows.trajectory.obs_format.as_deref(), Some("RETURNCODE"));
         assert!((rows.trajectory.dup_cmd_ratio - 1.0 / 3.0).abs() < 1e-12);
         assert_eq!(rows.trajectory.max_cmd_run, 1);
         // a chained hash tells identical commands at different positions apart
         assert_ne!(t[0].turn_sha, t[2].turn_sha);
+    }
+
+    #[test]
+    fn repeat_runs_and_submit_signals() {
+        let obs = |s: &str| {
+            msg(
+                "tool",
+                &format!("<returncode>0</returncode>\n<output>\n{s}\n</output>"),
+            )
+        };
+        let cmd = |c: &str| msg("assistant", &format!("```bash\n{c}\n```"));
+        let mut raw = RawTrajectory {
+            traj_id: "r".into(),
+            source: "mswea",
+            exit_status: Some("Submitted".into()),
+            ..Default::default()
+        };
+        raw.messages = vec![
+            msg("system", "s"),
+            msg("user", "u"),
+            cmd("ls"),
+            obs("a"),
+            cmd("ls "),
+            obs("a"),
+            cmd("cat -n a.py"),
+            obs("1"),
+            cmd("bash submit.sh"),
+            obs("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\ndiff"),
+            cmd("git diff --cached"),
+            msg("exit", ""),
+        ];
+        let t = derive(&raw).turns;
+        let run: Vec<_> = t
+            .iter()
+            .map(|t| (t.repeats_prev, t.after_repeat_run))
+            .collect();
+        assert_eq!(
+            run,
+            vec![
+                (false, false),
+                (true, false),
+                (false, true),
+                (false, false),
+                (false, false)
+            ]
+        );
+        let sig: Vec<_> = t.iter().map(|t| t.submit_signal.as_deref()).collect();
+        assert_eq!(
+            sig,
+            vec![None, None, None, Some("observation"), Some("exit")]
+        );
+        assert!(t[3].is_submit && t[3].cmd_kind == "submit" && t[4].cmd_kind == "submit");
+        raw.exit_status = Some("LimitsExceeded".into());
+        assert!(!derive(&raw).turns[4].is_submit);
     }
 
     #[test]

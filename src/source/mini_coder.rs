@@ -13,7 +13,7 @@ use serde_json::Value;
 use std::path::Path;
 
 use super::json::{opt_bool, opt_str, parse_record, req_str, FieldError, FieldResult};
-use super::{derive, lines, mswea, reject, RawMessage, RawTrajectory, Record, Unit};
+use super::{derive_checked, lines, mswea, reject, RawMessage, RawTrajectory, Record, Unit};
 
 pub const SOURCE: &str = "mini_coder";
 const BATCH_ROWS: usize = 256;
@@ -32,9 +32,12 @@ pub fn read_file(
     } else {
         let bytes = std::fs::read(path)?;
         for (line, raw) in lines(&bytes) {
-            match parse_record(raw).and_then(|v| from_json(&v, path, line)) {
-                Ok(t) => emit(Record::Unit(Unit {
-                    trajectories: vec![derive(&t)],
+            match parse_record(raw)
+                .and_then(|v| from_json(&v, path, line))
+                .and_then(|t| derive_checked(&t))
+            {
+                Ok(rows) => emit(Record::Unit(Unit {
+                    trajectories: vec![rows],
                     ..Default::default()
                 })),
                 Err(e) => emit(reject(
@@ -100,9 +103,14 @@ fn read_parquet(
         let per_row = size / total_rows.max(1) as u64;
         for (i, parsed) in rows_of(&batch).into_iter().enumerate() {
             let line = row + i as i64 + 1;
-            match parsed.and_then(|r| r.into_trajectory(path, line)) {
-                Ok(t) => emit(Record::Unit(Unit {
-                    trajectories: vec![derive(&t)],
+            let derived = parsed.and_then(|r| {
+                let instance = r.instance_id.clone().unwrap_or_default();
+                r.into_trajectory(path, line)
+                    .and_then(|t| derive_checked(&t).map_err(|e| (e, instance)))
+            });
+            match derived {
+                Ok(rows) => emit(Record::Unit(Unit {
+                    trajectories: vec![rows],
                     ..Default::default()
                 })),
                 Err((e, raw)) => emit(reject(

@@ -5,14 +5,14 @@
 
 pub mod albedo;
 pub mod derive;
-mod json;
+pub(crate) mod json;
 pub mod mini_coder;
 pub mod mswea;
 pub mod rows;
 
 use std::path::{Path, PathBuf};
 
-pub use derive::{derive, RawMessage, RawTrajectory, TrajectoryRows};
+pub use derive::{derive, derive_checked, RawMessage, RawTrajectory, TrajectoryRows};
 use rows::{EvalRow, JudgmentRow, QuestionRow, RejectRow};
 
 /// The raw bytes kept with a reject.
@@ -106,3 +106,6 @@ pub fn lines(bytes: &[u8]) -> impl Iterator<Item = (i64, &[u8])> {
         .map(|(i, l)| (i as i64 + 1, l.strip_suffix(b"\r").unwrap_or(l)))
         .filter(|(_, l)| !l.iter().all(u8::is_ascii_whitespace))
 }
+
+#[cfg(test)]
+mod props;

@@ -7,7 +7,7 @@ use serde_json::Value;
 use std::path::Path;
 
 use super::json::{opt_str, parse_record, FieldError, FieldResult};
-use super::{derive, reject, RawMessage, RawTrajectory, Record, Unit};
+use super::{derive_checked, reject, RawMessage, RawTrajectory, Record, Unit};
 
 pub const SOURCE: &str = "mswea";
 
@@ -18,9 +18,12 @@ pub fn wants(name: &str) -> bool {
 /// Read one trajectory file.
 pub fn read_file(path: &Path, emit: &mut dyn FnMut(Record)) -> std::io::Result<()> {
     let bytes = std::fs::read(path)?;
-    match parse_record(&bytes).and_then(|v| trajectory(&v, path)) {
-        Ok(raw) => emit(Record::Unit(Unit {
-            trajectories: vec![derive(&raw)],
+    match parse_record(&bytes)
+        .and_then(|v| trajectory(&v, path))
+        .and_then(|raw| derive_checked(&raw))
+    {
+        Ok(rows) => emit(Record::Unit(Unit {
+            trajectories: vec![rows],
             ..Default::default()
         })),
         Err(e) => {

@@ -23,7 +23,17 @@ const TAGS: &[&str] = &[
     "claims",
 ];
 const REQUIRES: &[&str] = &["action", "read", "neutral"];
-const CATEGORIES: &[&str] = &["progress", "other", "evidence", "efficiency"];
+/// Question categories as the real scoring files name them.
+const CATEGORIES: &[&str] = &[
+    "size",
+    "other",
+    "grounding",
+    "work_correctness",
+    "verification",
+    "progress",
+];
+/// How often a citation is written in one of the judge's other forms.
+const OTHER_CITATION_FORM_RATE: f64 = 0.015;
 const SYSTEM: &str = "You are OpenHands agent, a helpful AI assistant that can interact with a computer to solve tasks.\n\n<ROLE>\nYour primary role is to assist users by executing commands, modifying code, and solving technical problems effectively.\n</ROLE>";
 const YES_CITED: &[&str] = &[
     "{c} reads the relevant code with an explicit line range before acting.",
@@ -47,6 +57,26 @@ const NO_CITED: &[&str] = &[
 ];
 
 /// The citation text for a set of output numbers, in one of the judge's forms.
+/// A citation as real judges sometimes write it: another case, or the bare
+/// upper-case `OUTPUT N` shorthand.
+fn restyle(rng: &mut Rng, citation: String) -> String {
+    if !rng.chance(OTHER_CITATION_FORM_RATE) {
+        return citation;
+    }
+    let form = [
+        "Candidate output",
+        "Candidate Output",
+        "candidate output",
+        "OUTPUT",
+    ];
+    let word = *rng.pick(&form);
+    match citation.strip_prefix("CANDIDATE OUTPUTS") {
+        Some(rest) if word == "OUTPUT" => format!("OUTPUTS{rest}"),
+        Some(rest) => format!("{word}s{rest}"),
+        None => citation.replacen("CANDIDATE OUTPUT", word, 1),
+    }
+}
+
 pub fn cite(ns: &[u32]) -> String {
     let mut runs: Vec<(u32, u32)> = Vec::new();
     for &n in ns {
@@ -278,7 +308,8 @@ pub fn write_run(
             } else {
                 for (g, q) in groups.iter().zip(&order) {
                     yes[*q] = true;
-                    text[*q] = rng.pick(YES_CITED).replace("{c}", &cite(g));
+                    let c = restyle(rng, cite(g));
+                    text[*q] = rng.pick(YES_CITED).replace("{c}", &c);
                 }
                 for q in order.iter().skip(groups.len()) {
                     if rng.chance(yes_uncited) {
@@ -286,7 +317,8 @@ pub fn write_run(
                         text[*q] = rng.pick(YES_PLAIN).to_string();
                     } else if rng.chance(m.blame_rate) {
                         let n = rng.range(1, own.len() as u64) as u32;
-                        text[*q] = rng.pick(NO_CITED).replace("{c}", &cite(&[n]));
+                        let c = restyle(rng, cite(&[n]));
+                        text[*q] = rng.pick(NO_CITED).replace("{c}", &c);
                     } else {
                         text[*q] = rng.pick(NO_PLAIN).to_string();
                     }

@@ -21,6 +21,16 @@ const MARKER: &str = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT";
 pub const SHARD_ROWS: u64 = 6600;
 const BATCH: u64 = 256;
 
+/// How a run's closing submit shows, so every submit signal occurs: the
+/// command echoes the marker; a script prints it as the next observation's
+/// first line; or only the exit record (`Submitted`) follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SubmitStyle {
+    Echo,
+    Script,
+    ExitOnly,
+}
+
 /// One planned trajectory with its rendered messages.
 struct Rendered {
     instance_id: String,
@@ -52,6 +62,8 @@ fn render(
     n_turns: (u32, u32),
     instance: String,
     malformed: bool,
+    format: ObsFormat,
+    submit: SubmitStyle,
 ) -> Rendered {
     let m = &p.model;
     let repo = Repo::new(rng);
@@ -85,16 +97,23 @@ fn render(
     ];
     let mut commands: Vec<String> = Vec::new();
     for t in &plan {
+        let closing = t.kind == crate::turn::CmdKind::Submit;
         let cmd = if t.repeat {
             commands.last().cloned().unwrap_or_default()
+        } else if closing && submit == SubmitStyle::Script {
+            "bash /tmp/submit.sh".to_string()
+        } else if closing && submit == SubmitStyle::ExitOnly {
+            format!("cd {} && git add -A && git diff --cached", repo.root)
         } else {
             command(rng, &repo, t.kind, MARKER)
         };
         messages.push(("assistant".into(), assistant(rng, t, &cmd, "bash")));
         if t.has_obs {
+            messages.push(("user".into(), observation(rng, t, &cmd, format)));
+        } else if closing && submit == SubmitStyle::Script {
             messages.push((
                 "user".into(),
-                observation(rng, t, &cmd, ObsFormat::Returncode),
+                format!("<returncode>0</returncode>\n<output>\n{MARKER}\ndiff --git a/{0}/core.py b/{0}/core.py\n</output>", repo.package),
             ));
         }
         commands.push(cmd);
@@ -177,6 +196,8 @@ pub fn write_mini_coder(
                     (m.mini_turns_min, m.mini_turns_max),
                     inst,
                     true,
+                    ObsFormat::Returncode,
+                    SubmitStyle::Echo,
                 );
                 ids.append_value(&r.instance_id);
                 for (role, content) in &r.messages {
@@ -233,6 +254,8 @@ pub fn sample_texts(rng: &Rng, p: &Params, k: &KindTable, n: u64) -> Vec<String>
                 (m.mini_turns_min, m.mini_turns_max),
                 String::new(),
                 true,
+                ObsFormat::Returncode,
+                SubmitStyle::Echo,
             );
             r.messages.into_iter().map(|(_, c)| c)
         })
@@ -254,6 +277,14 @@ pub fn write_mswea(
         let mut rng = rng.fork(2_000_000 + i);
         let inst = format!("{}-{}", instance_id(&rng, n, i), i);
         // v2 actions are tool calls, which cannot be malformed the way text is.
+        // Every fourth v1 run records SWE-agent observations; v1 runs may
+        // submit through a script, v2 runs may show only their exit record.
+        let (format, submit) = match i % 4 {
+            0 => (ObsFormat::SweAgent, SubmitStyle::Echo),
+            1 => (ObsFormat::Returncode, SubmitStyle::Echo),
+            2 => (ObsFormat::Returncode, SubmitStyle::Script),
+            _ => (ObsFormat::Returncode, SubmitStyle::ExitOnly),
+        };
         let r = render(
             &mut rng,
             p,
@@ -261,6 +292,8 @@ pub fn write_mswea(
             (m.mswea_turns_min, m.mswea_turns_max),
             inst,
             i % 2 == 0,
+            format,
+            submit,
         );
         let submitted = r
             .plan

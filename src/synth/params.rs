@@ -9,12 +9,13 @@ use crate::turn::CmdKind;
 pub const DEFAULT_TOML: &str = include_str!("../../data/synth.toml");
 
 /// The command kinds a generated turn can have (submit is planted separately).
-pub const KINDS: [CmdKind; 8] = [
+pub const KINDS: [CmdKind; 9] = [
     CmdKind::CatN,
     CmdKind::SedN,
     CmdKind::Cat,
     CmdKind::Edit,
     CmdKind::GrepR,
+    CmdKind::Grep,
     CmdKind::Python,
     CmdKind::FindLs,
     CmdKind::Other,
@@ -56,10 +57,10 @@ pub struct Params {
 /// Per-kind parameters in `KINDS` order.
 #[derive(Debug, Clone)]
 pub struct KindTable {
-    pub mix: [f64; 8],
-    pub fail: [f64; 8],
-    pub earn: [f64; 8],
-    pub extra: [f64; 8],
+    pub mix: [f64; 9],
+    pub fail: [f64; 9],
+    pub earn: [f64; 9],
+    pub extra: [f64; 9],
 }
 
 impl Params {
@@ -80,10 +81,10 @@ impl Params {
                 .ok_or_else(|| format!("[{table}] has no entry for {:?}", k.as_str()))
         };
         let mut t = KindTable {
-            mix: [0.0; 8],
-            fail: [0.0; 8],
-            earn: [0.0; 8],
-            extra: [0.0; 8],
+            mix: [0.0; 9],
+            fail: [0.0; 9],
+            earn: [0.0; 9],
+            extra: [0.0; 9],
         };
         for (i, k) in KINDS.iter().enumerate() {
             t.mix[i] = get(&self.mix, "mix", *k)?;

@@ -199,12 +199,19 @@ pub fn escape_duel_rows(full: &[PlannedTurn]) -> u64 {
         .count() as u64
 }
 
+/// The turns an escape_mini row may train (the default select config).
+pub const ESCAPE_MINI_TURNS: std::ops::RangeInclusive<u32> = 5..=32;
+
 /// Planted escape_mini rows of one run: a command ran twice in a row, then a
-/// different, well-formed one follows.
+/// different, well-formed one follows, in `ESCAPE_MINI_TURNS`.
 pub fn escape_mini_rows(plan: &[PlannedTurn]) -> u64 {
     plan.windows(2)
         .filter(|w| {
-            w[0].repeat && !w[1].repeat && w[1].shape == Shape::Normal && !w[1].think_unclosed
+            w[0].repeat
+                && !w[1].repeat
+                && w[1].shape == Shape::Normal
+                && !w[1].think_unclosed
+                && ESCAPE_MINI_TURNS.contains(&w[1].t)
         })
         .count() as u64
 }
@@ -254,6 +261,8 @@ pub struct Figures {
     pub credit_by_kind: BTreeMap<String, CreditStat>,
     /// Over scored turns of judged sides, by turn index t.
     pub credit_by_turn: BTreeMap<u32, CreditStat>,
+    /// Scored turns of judged sides whose own observation failed, of those an observation follows.
+    pub failed_own_share: f64,
     /// Scored turns whose previous turn's observation failed.
     pub share_after_failure: f64,
     pub pct_earning_after_failure: f64,
@@ -272,6 +281,8 @@ pub struct Tally {
     by_kind: BTreeMap<String, Acc>,
     by_turn: BTreeMap<u32, Acc>,
     scored: Acc,
+    scored_with_obs: u64,
+    scored_failed: u64,
     after_fail: Acc,
 }
 
@@ -298,6 +309,10 @@ impl Tally {
                     .add(t);
                 self.by_turn.entry(t.t).or_default().add(t);
                 self.scored.add(t);
+                if t.has_obs {
+                    self.scored_with_obs += 1;
+                    self.scored_failed += t.failed as u64;
+                }
                 if t.prev_failed {
                     self.after_fail.add(t);
                 }
@@ -325,6 +340,7 @@ impl Tally {
                 .iter()
                 .map(|(k, a)| (*k, a.stat(total)))
                 .collect(),
+            failed_own_share: self.scored_failed as f64 / self.scored_with_obs.max(1) as f64,
             share_after_failure: self.after_fail.turns as f64 / total.max(1) as f64,
             pct_earning_after_failure: self.after_fail.stat(total).pct_earning,
             pct_earning_baseline: self.scored.stat(total).pct_earning,

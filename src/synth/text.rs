@@ -127,6 +127,15 @@ pub fn command(rng: &mut Rng, repo: &Repo, kind: CmdKind, submit_marker: &str) -
                 rng.pick(SYMBOLS)
             ),
         },
+        CmdKind::Grep => match rng.range(0, 1) {
+            0 => format!("grep -n \"{}\" {}", rng.pick(SYMBOLS), repo.path(rng)),
+            _ => format!(
+                "cd {} && grep -n \"def {}\" {} | head -{b}",
+                repo.root,
+                rng.pick(SYMBOLS),
+                repo.rel(rng)
+            ),
+        },
         CmdKind::Python => match rng.range(0, 2) {
             0 => format!(
                 "cd {} && python -m pytest tests/test_{}.py -x -q -k case_{a}",
@@ -158,7 +167,13 @@ pub fn command(rng: &mut Rng, repo: &Repo, kind: CmdKind, submit_marker: &str) -
             1 => format!("wc -l {}", repo.path(rng)),
             _ => format!("cd {} && git diff --stat HEAD~{a}", repo.root),
         },
-        CmdKind::Submit => format!("echo {submit_marker} && git add -A && git diff --cached"),
+        CmdKind::Submit => match rng.range(0, 1) {
+            0 => format!("echo {submit_marker} && git add -A && git diff --cached"),
+            _ => format!(
+                "cd {} && git add -A && echo {submit_marker} && git diff --cached",
+                repo.root
+            ),
+        },
     }
 }
 
@@ -195,7 +210,7 @@ fn body(rng: &mut Rng, kind: CmdKind, cmd: &str, failed: bool) -> (String, i64) 
                 format!("Traceback (most recent call last):\n  File \"{target}\", line {}, in <module>\nAssertionError: expected {} got {}", rng.range(2, 90), rng.range(0, 9), rng.range(10, 99)),
                 1,
             ),
-            CmdKind::GrepR | CmdKind::FindLs => (format!("find: '{target}': No such file or directory"), 2),
+            CmdKind::GrepR | CmdKind::Grep | CmdKind::FindLs => (format!("find: '{target}': No such file or directory"), 2),
             _ => (format!("cat: {target}: No such file or directory"), 1),
         };
     }
@@ -255,6 +270,14 @@ pub fn observation(rng: &mut Rng, turn: &PlannedTurn, cmd: &str, format: ObsForm
                 cmd.split_whitespace().nth(2).unwrap_or("")
             )
         }
+        // An editor read shows the file with no exit code; error-like text in
+        // the file is content, not a failure.
+        ObsFormat::OpenHands if turn.kind == CmdKind::CatN && !turn.failed && turn.t % 2 == 0 => {
+            format!(
+                "Here's the result of running `cat -n` on {}:\n     1\t{text}\n     2\t    raise FileNotFoundError('No such file or directory')",
+                cmd.split_whitespace().last().unwrap_or("")
+            )
+        }
         ObsFormat::OpenHands => {
             format!("{text}\n[The command completed with exit code {rc}.]\n[Command finished with exit code {rc}]")
         }
@@ -305,7 +328,11 @@ mod tests {
     fn observations_fail_as_planned() {
         let mut rng = Rng::new(4);
         let repo = Repo::new(&mut rng);
-        for format in [ObsFormat::Returncode, ObsFormat::OpenHands] {
+        for format in [
+            ObsFormat::Returncode,
+            ObsFormat::OpenHands,
+            ObsFormat::SweAgent,
+        ] {
             for kind in KINDS {
                 for failed in [false, true] {
                     for long_output in [false, true] {

@@ -2,18 +2,19 @@
 
 use tokenizers::Tokenizer;
 
-use super::TextEncoder;
+use super::{Encoded, TextEncoder};
 
 pub struct HfEncoder {
     /// Encodes text with special tokens treated as plain text.
     text: Tokenizer,
+    /// Encodes text as a trainer does: special-token text becomes the special token.
+    parsed: Tokenizer,
 }
 
 impl HfEncoder {
     pub fn from_bytes(bytes: &[u8]) -> Result<HfEncoder, String> {
-        let mut text = Tokenizer::from_bytes(bytes).map_err(|e| e.to_string())?;
-        text.set_encode_special_tokens(true);
-        Ok(HfEncoder { text })
+        let text = Tokenizer::from_bytes(bytes).map_err(|e| e.to_string())?;
+        Ok(HfEncoder::from_tokenizer(text))
     }
 
     pub fn from_file(path: &std::path::Path) -> Result<HfEncoder, String> {
@@ -21,9 +22,12 @@ impl HfEncoder {
         HfEncoder::from_bytes(&bytes).map_err(|e| format!("{}: {e}", path.display()))
     }
 
-    pub fn from_tokenizer(mut text: Tokenizer) -> HfEncoder {
+    pub fn from_tokenizer(parsed: Tokenizer) -> HfEncoder {
+        let mut parsed = parsed;
+        parsed.set_encode_special_tokens(false);
+        let mut text = parsed.clone();
         text.set_encode_special_tokens(true);
-        HfEncoder { text }
+        HfEncoder { text, parsed }
     }
 }
 
@@ -42,5 +46,13 @@ impl TextEncoder for HfEncoder {
 
     fn decode(&self, ids: &[u32]) -> Result<String, String> {
         self.text.decode(ids, false).map_err(|e| e.to_string())
+    }
+
+    fn encode_with_offsets(&self, text: &str) -> Result<Encoded, String> {
+        let enc = self.parsed.encode(text, false).map_err(|e| e.to_string())?;
+        Ok(Encoded {
+            ids: enc.get_ids().to_vec(),
+            offsets: enc.get_offsets().to_vec(),
+        })
     }
 }

@@ -2,8 +2,12 @@
 //! the way a trainer does, with each train turn's label span, and check that
 //! every span decodes back to exactly the assistant content.
 //!
-//! Content is always encoded as plain text: a `<|im_end|>` inside a bash
-//! heredoc stays text; only the template's own special tokens become special ids.
+//! Two ways to tokenize a row. `whole` (the default) renders the conversation
+//! with the template and tokenizes it as one string, the way chat-template
+//! trainers do: special-token text inside content becomes a special token, and
+//! a token may merge across a message boundary; both are found and reported.
+//! `segments` encodes each message's content on its own as plain text (a
+//! `<|im_end|>` inside a heredoc stays text), as turn-wise trainers do.
 
 pub mod hf;
 pub mod template;
@@ -19,6 +23,17 @@ pub trait TextEncoder: Send + Sync {
     fn special_id(&self, token: &str) -> Option<u32>;
     /// The text of `ids`, special tokens included.
     fn decode(&self, ids: &[u32]) -> Result<String, String>;
+    /// Ids of a whole rendered string, with special-token text parsed as
+    /// special tokens (as a trainer's tokenizer does), and each token's byte
+    /// range in `text`.
+    fn encode_with_offsets(&self, text: &str) -> Result<Encoded, String>;
+}
+
+/// A string's token ids and, per token, its byte range in the string.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Encoded {
+    pub ids: Vec<u32>,
+    pub offsets: Vec<(usize, usize)>,
 }
 
 /// The special tokens a ChatML template uses.

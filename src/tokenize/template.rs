@@ -72,6 +72,28 @@ impl ChatTemplate {
         Ok(())
     }
 
+    /// The conversation as one string, as a chat-template trainer renders it,
+    /// and each message's content as a byte range of it.
+    pub fn render_text(&self, messages: &[Message]) -> (String, Vec<(usize, usize)>) {
+        let mut text = String::new();
+        let mut spans = Vec::with_capacity(messages.len());
+        for m in messages {
+            text.push_str(&self.message_start.replace("{role}", m.role));
+            let content = if self.trim_content {
+                m.content.trim()
+            } else {
+                m.content
+            };
+            let start = text.len();
+            text.push_str(content);
+            spans.push((start, text.len()));
+            text.push_str(&self.message_end.replace("{role}", m.role));
+        }
+        (text, spans)
+    }
+
+    /// Each message encoded on its own: template text with its special ids,
+    /// content as plain text.
     pub fn render(&self, enc: &dyn TextEncoder, messages: &[Message]) -> Result<Rendered, String> {
         let mut ids = Vec::new();
         let mut spans = Vec::with_capacity(messages.len());

@@ -6,7 +6,7 @@ use base64::Engine;
 use fancy_regex::Regex;
 use std::collections::HashMap;
 
-use super::TextEncoder;
+use super::{Encoded, TextEncoder};
 
 /// Qwen2/Qwen3's pre-tokenization pattern.
 pub const QWEN_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
@@ -78,8 +78,17 @@ impl TiktokenEncoder {
 
     /// Byte-pair merge of one pre-token: repeatedly join the adjacent pair of lowest rank.
     fn merge(&self, piece: &[u8]) -> Result<Vec<u32>, String> {
+        Ok(self
+            .merge_spans(piece)?
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect())
+    }
+
+    /// Byte-pair merge of one pre-token, each id with its byte range in `piece`.
+    fn merge_spans(&self, piece: &[u8]) -> Result<Vec<(u32, (usize, usize))>, String> {
         if let Some(r) = self.ranks.get(piece) {
-            return Ok(vec![*r]);
+            return Ok(vec![(*r, (0, piece.len()))]);
         }
         let mut parts: Vec<(usize, usize)> = (0..piece.len()).map(|i| (i, i + 1)).collect();
         loop {
@@ -99,10 +108,23 @@ impl TiktokenEncoder {
             .map(|(a, b)| {
                 self.ranks
                     .get(&piece[*a..*b])
-                    .copied()
+                    .map(|r| (*r, (*a, *b)))
                     .ok_or_else(|| format!("byte sequence {:02x?} has no rank", &piece[*a..*b]))
             })
             .collect()
+    }
+
+    /// Pre-tokenize and merge `text`, offsets shifted by `base`.
+    fn encode_plain(&self, text: &str, base: usize, out: &mut Encoded) -> Result<(), String> {
+        for m in self.pattern.find_iter(text) {
+            let m = m.map_err(|e| format!("pattern: {e}"))?;
+            for (id, (a, b)) in self.merge_spans(m.as_str().as_bytes())? {
+                out.ids.push(id);
+                out.offsets
+                    .push((base + m.start() + a, base + m.start() + b));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -118,6 +140,30 @@ impl TextEncoder for TiktokenEncoder {
 
     fn special_id(&self, token: &str) -> Option<u32> {
         self.specials.get(token).copied()
+    }
+
+    fn encode_with_offsets(&self, text: &str) -> Result<Encoded, String> {
+        let mut out = Encoded::default();
+        let mut at = 0;
+        while at < text.len() {
+            let rest = &text[at..];
+            let next = self
+                .specials
+                .iter()
+                .filter_map(|(name, id)| rest.find(name.as_str()).map(|i| (i, name.len(), *id)))
+                .min_by_key(|(i, len, _)| (*i, usize::MAX - len));
+            let plain_end = next.map_or(rest.len(), |(i, _, _)| i);
+            self.encode_plain(&rest[..plain_end], at, &mut out)?;
+            match next {
+                Some((i, len, id)) => {
+                    out.ids.push(id);
+                    out.offsets.push((at + i, at + i + len));
+                    at += i + len;
+                }
+                None => break,
+            }
+        }
+        Ok(out)
     }
 
     fn decode(&self, ids: &[u32]) -> Result<String, String> {

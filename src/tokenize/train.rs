@@ -93,7 +93,14 @@ mod tests {
         let row = json!({"row_id": "r7", "mix": "credit", "train_meta": [{"t": 3}],
                          "messages": [{"role": "user", "content": "abc", "train": false},
                                       {"role": "assistant", "content": "abc é", "train": true}]});
-        let report = validate(&enc, &ChatTemplate::chatml(), &[row], 32768, &|| {});
+        let report = validate(
+            &enc,
+            &ChatTemplate::chatml(),
+            &[row],
+            32768,
+            crate::tokenize::validate::Mode::Whole,
+            &|| {},
+        );
         assert_eq!(report.failures.len(), 1);
         assert_eq!(
             (report.failures[0].row_id.as_str(), report.failures[0].t),

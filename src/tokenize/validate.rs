@@ -1,6 +1,13 @@
 //! `validate`: for every train turn of every row, render with the template,
 //! take the label span, decode it and compare with the exact content; and
 //! measure sequence lengths per mix. Rows are checked in parallel.
+//!
+//! In `whole` mode (the default) the rendered conversation is tokenized as
+//! one string, as chat-template trainers do; a train turn's label span is the
+//! tokens whose offsets lie inside its content. A token that straddles the
+//! content's start or end (a merge across the turn boundary) fails the turn,
+//! and rows whose content holds special-token text are counted and listed,
+//! since a trainer's tokenizer turns that text into special tokens.
 
 use rayon::prelude::*;
 use serde::Serialize;
@@ -8,7 +15,17 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 
 use super::template::{ChatTemplate, Message};
-use super::TextEncoder;
+use super::{TextEncoder, CHATML_SPECIALS};
+
+/// How a row becomes tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// The rendered conversation as one string, as chat-template trainers tokenize.
+    Whole,
+    /// Each message's content encoded on its own, as plain text.
+    Segments,
+}
 
 /// One train turn whose label span does not decode to its content.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -25,6 +42,9 @@ pub struct Failure {
 pub struct Lengths {
     pub mix: String,
     pub rows: usize,
+    pub train_turns: usize,
+    pub trainable_tokens: usize,
+    pub mean: f64,
     pub median: usize,
     pub p95: usize,
     pub max: usize,
@@ -33,6 +53,7 @@ pub struct Lengths {
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct ValidationReport {
+    pub mode: Mode,
     pub rows: usize,
     pub train_turns: usize,
     pub passed_turns: usize,
@@ -43,6 +64,11 @@ pub struct ValidationReport {
     pub lengths: Vec<Lengths>,
     /// Rows longer than the limit.
     pub over_limit_rows: Vec<String>,
+    /// Train turns with a token merged across their content's boundary.
+    pub boundary_merges: usize,
+    /// Rows whose content holds special-token text (`<|im_end|>` in a heredoc):
+    /// in `whole` mode the trainer's tokenizer reads it as a special token.
+    pub special_text_rows: Vec<String>,
     pub failures: Vec<Failure>,
 }
 
@@ -62,7 +88,21 @@ struct RowCheck {
     tokens: usize,
     trainable: usize,
     train_turns: usize,
+    boundary_merges: usize,
+    special_text: bool,
     failures: Vec<Failure>,
+}
+
+/// A failure's reason when a train turn's label span does not decode to its content.
+fn mismatch(got: &str, want: &str) -> String {
+    let at = first_difference(got, want);
+    let tail: String = want.chars().skip(at).collect();
+    let got_tail: String = got.chars().skip(at).collect();
+    format!(
+        "label span decodes differently from char {at}: expected {:?}, got {:?}",
+        clip(&tail),
+        clip(&got_tail)
+    )
 }
 
 fn first_difference(a: &str, b: &str) -> usize {
@@ -77,7 +117,7 @@ fn clip(s: &str) -> String {
     out
 }
 
-fn check_row(enc: &dyn TextEncoder, template: &ChatTemplate, row: &Value) -> RowCheck {
+fn check_row(enc: &dyn TextEncoder, template: &ChatTemplate, row: &Value, mode: Mode) -> RowCheck {
     let row_id = row["row_id"].as_str().unwrap_or("").to_string();
     let mix = row["mix"].as_str().unwrap_or("").to_string();
     let empty = Vec::new();
@@ -107,6 +147,10 @@ fn check_row(enc: &dyn TextEncoder, template: &ChatTemplate, row: &Value) -> Row
         tokens: 0,
         trainable: 0,
         train_turns: train.len(),
+        boundary_merges: 0,
+        special_text: messages
+            .iter()
+            .any(|m| CHATML_SPECIALS.iter().any(|s| m.content.contains(s))),
         failures: Vec::new(),
     };
     let fail = |k: usize, i: usize, reason: String| Failure {
@@ -115,41 +159,88 @@ fn check_row(enc: &dyn TextEncoder, template: &ChatTemplate, row: &Value) -> Row
         t: meta_t.get(k).copied().flatten(),
         reason,
     };
-    let rendered = match template.render(enc, &messages) {
-        Ok(r) => r,
-        Err(e) => {
-            check.failures = train
-                .iter()
-                .enumerate()
-                .map(|(k, i)| fail(k, *i, format!("cannot render: {e}")))
-                .collect();
-            return check;
-        }
+    let all_fail = |e: String| {
+        train
+            .iter()
+            .enumerate()
+            .map(|(k, i)| fail(k, *i, e.clone()))
+            .collect::<Vec<_>>()
     };
-    check.tokens = rendered.ids.len();
-    for (k, &i) in train.iter().enumerate() {
-        let (start, end) = rendered.spans[i];
-        check.trainable += end - start;
-        let want = messages[i].content;
-        match enc.decode(&rendered.ids[start..end]) {
-            Ok(got) if got == want => {}
-            Ok(got) => {
-                let at = first_difference(&got, want);
-                let tail: String = want.chars().skip(at).collect();
-                let got_tail: String = got.chars().skip(at).collect();
-                check.failures.push(fail(
-                    k,
-                    i,
-                    format!(
-                        "label span decodes differently from char {at}: expected {:?}, got {:?}",
-                        clip(&tail),
-                        clip(&got_tail)
-                    ),
-                ));
+    match mode {
+        Mode::Segments => {
+            let rendered = match template.render(enc, &messages) {
+                Ok(r) => r,
+                Err(e) => {
+                    check.failures = all_fail(format!("cannot render: {e}"));
+                    return check;
+                }
+            };
+            check.tokens = rendered.ids.len();
+            for (k, &i) in train.iter().enumerate() {
+                let (start, end) = rendered.spans[i];
+                check.trainable += end - start;
+                let want = messages[i].content;
+                match enc.decode(&rendered.ids[start..end]) {
+                    Ok(got) if got == want => {}
+                    Ok(got) => check.failures.push(fail(k, i, mismatch(&got, want))),
+                    Err(e) => {
+                        check
+                            .failures
+                            .push(fail(k, i, format!("label span does not decode: {e}")))
+                    }
+                }
             }
-            Err(e) => check
-                .failures
-                .push(fail(k, i, format!("label span does not decode: {e}"))),
+        }
+        Mode::Whole => {
+            let (text, spans) = template.render_text(&messages);
+            let encoded = match enc.encode_with_offsets(&text) {
+                Ok(e) => e,
+                Err(e) => {
+                    check.failures = all_fail(format!("cannot tokenize: {e}"));
+                    return check;
+                }
+            };
+            check.tokens = encoded.ids.len();
+            for (k, &i) in train.iter().enumerate() {
+                let (a, b) = spans[i];
+                let straddles = encoded
+                    .offsets
+                    .iter()
+                    .position(|&(s, e)| (s < a && a < e) || (s < b && b < e));
+                if let Some(tok) = straddles {
+                    check.boundary_merges += 1;
+                    let (s, e) = encoded.offsets[tok];
+                    let piece = String::from_utf8_lossy(&text.as_bytes()[s..e]).into_owned();
+                    check.failures.push(fail(
+                        k,
+                        i,
+                        format!(
+                            "token {tok} ({:?}) merges across the turn boundary at byte {}",
+                            clip(&piece),
+                            if s < a { a } else { b }
+                        ),
+                    ));
+                    continue;
+                }
+                let label: Vec<u32> = encoded
+                    .ids
+                    .iter()
+                    .zip(&encoded.offsets)
+                    .filter(|(_, &(s, e))| s >= a && e <= b && e > s)
+                    .map(|(id, _)| *id)
+                    .collect();
+                check.trainable += label.len();
+                let want = messages[i].content;
+                match enc.decode(&label) {
+                    Ok(got) if got == want => {}
+                    Ok(got) => check.failures.push(fail(k, i, mismatch(&got, want))),
+                    Err(e) => {
+                        check
+                            .failures
+                            .push(fail(k, i, format!("label span does not decode: {e}")))
+                    }
+                }
+            }
         }
     }
     check
@@ -169,26 +260,31 @@ pub fn validate(
     template: &ChatTemplate,
     rows: &[Value],
     limit: usize,
+    mode: Mode,
     progress: &(dyn Fn() + Sync),
 ) -> ValidationReport {
     let checks: Vec<RowCheck> = rows
         .par_iter()
         .map(|row| {
-            let c = check_row(enc, template, row);
+            let c = check_row(enc, template, row, mode);
             progress();
             c
         })
         .collect();
-    let mut by_mix: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    let mut by_mix: BTreeMap<String, Vec<&RowCheck>> = BTreeMap::new();
     for c in &checks {
-        by_mix.entry(c.mix.clone()).or_default().push(c.tokens);
+        by_mix.entry(c.mix.clone()).or_default().push(c);
     }
     let lengths = by_mix
         .into_iter()
-        .map(|(mix, mut l)| {
+        .map(|(mix, cs)| {
+            let mut l: Vec<usize> = cs.iter().map(|c| c.tokens).collect();
             l.sort_unstable();
             Lengths {
                 rows: l.len(),
+                train_turns: cs.iter().map(|c| c.train_turns).sum(),
+                trainable_tokens: cs.iter().map(|c| c.trainable).sum(),
+                mean: l.iter().sum::<usize>() as f64 / l.len().max(1) as f64,
                 median: percentile(&l, 0.5),
                 p95: percentile(&l, 0.95),
                 max: l.last().copied().unwrap_or(0),
@@ -200,6 +296,7 @@ pub fn validate(
     let train_turns = checks.iter().map(|c| c.train_turns).sum();
     let failures: Vec<Failure> = checks.iter().flat_map(|c| c.failures.clone()).collect();
     ValidationReport {
+        mode,
         rows: checks.len(),
         train_turns,
         passed_turns: train_turns - failures.len(),
@@ -210,6 +307,12 @@ pub fn validate(
         over_limit_rows: checks
             .iter()
             .filter(|c| c.tokens > limit)
+            .map(|c| c.row_id.clone())
+            .collect(),
+        boundary_merges: checks.iter().map(|c| c.boundary_merges).sum(),
+        special_text_rows: checks
+            .iter()
+            .filter(|c| c.special_text)
             .map(|c| c.row_id.clone())
             .collect(),
         failures,
@@ -257,7 +360,7 @@ mod tests {
                 ("user", "task", false),
                 ("assistant", content, true),
             ]);
-            let report = validate(&enc, &template, &[r], 32768, &|| {});
+            let report = validate(&enc, &template, &[r], 32768, Mode::Segments, &|| {});
             assert_eq!(report.failures, vec![], "{content:?}");
             assert_eq!(report.passed_turns, 1);
             // Special-token-like text stays text: the only special ids are the template's.
@@ -317,13 +420,62 @@ mod tests {
             ("user", "ok", false),
             ("assistant", "pwd", true),
         ]);
-        let report = validate(&enc, &template, &[r], 32768, &|| {});
+        let report = validate(&enc, &template, &[r], 32768, Mode::Segments, &|| {});
         assert_eq!(report.train_turns, 2);
         assert_eq!(report.passed_turns, 1);
         assert_eq!(report.failures.len(), 1);
         let f = &report.failures[0];
         assert_eq!((f.row_id.as_str(), f.message, f.t), ("r1", 1, Some(1)));
         assert!(f.reason.contains("from char 0"), "{}", f.reason);
+    }
+
+    #[test]
+    fn whole_mode_passes_plain_rows_and_lists_special_text() {
+        let enc = HfEncoder::from_bytes(DEFAULT_TOKENIZER).unwrap();
+        let template = ChatTemplate::chatml();
+        for content in TRICKY {
+            let r = row(&[
+                ("system", "sys", false),
+                ("user", "task", false),
+                ("assistant", content, true),
+            ]);
+            let report = validate(&enc, &template, &[r], 32768, Mode::Whole, &|| {});
+            assert_eq!(report.failures, vec![], "{content:?}");
+            let special = CHATML_SPECIALS.iter().any(|s| content.contains(s));
+            assert_eq!(
+                report.special_text_rows.len(),
+                special as usize,
+                "{content:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_merge_across_the_turn_boundary_is_caught_in_whole_mode_only() {
+        let enc = HfEncoder::from_bytes(DEFAULT_TOKENIZER).unwrap();
+        // A template with no special token right after the content: its next
+        // letters join the content's last letter in one pre-token, and a word the
+        // vocabulary holds whole becomes one token spanning both.
+        let word = ["cat", "sed", "find", "grep", "the", "python"]
+            .into_iter()
+            .find(|w| enc.encode_text(w).unwrap().len() == 1)
+            .expect("the shipped tokenizer holds a common word whole");
+        let (head, tail) = word.split_at(1);
+        let mut template = ChatTemplate::chatml();
+        template.message_end = format!("{tail}<|im_end|>\n");
+        let content = format!("THOUGHT: list\n\n```bash\nls\n```\n{head}");
+        let r = row(&[("user", "task", false), ("assistant", &content, true)]);
+        let whole = validate(&enc, &template, &[r.clone()], 32768, Mode::Whole, &|| {});
+        assert_eq!(whole.boundary_merges, 1, "{:?}", whole.failures);
+        let f = &whole.failures[0];
+        assert_eq!((f.row_id.as_str(), f.message, f.t), ("r1", 1, Some(1)));
+        assert!(
+            f.reason.contains("merges across the turn boundary"),
+            "{}",
+            f.reason
+        );
+        let segments = validate(&enc, &template, &[r], 32768, Mode::Segments, &|| {});
+        assert_eq!(segments.failures, vec![]);
     }
 
     #[test]
@@ -336,7 +488,14 @@ mod tests {
                 r
             })
             .collect();
-        let report = validate(&enc, &ChatTemplate::chatml(), &rows, 60, &|| {});
+        let report = validate(
+            &enc,
+            &ChatTemplate::chatml(),
+            &rows,
+            60,
+            Mode::Whole,
+            &|| {},
+        );
         let l = &report.lengths[0];
         assert_eq!(l.rows, 20);
         assert!(l.median < l.p95 && l.p95 <= l.max, "{l:?}");

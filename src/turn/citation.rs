@@ -2,8 +2,13 @@
 //!
 //! Forms seen in real judge text: `CANDIDATE OUTPUT 3`, `CANDIDATE OUTPUTS 1-2`,
 //! `CANDIDATE OUTPUTS 1-5, 7-8`, `CANDIDATE OUTPUTS 3,4,5,6,7,8`,
-//! `CANDIDATE OUTPUTS 3 and 5`; the `CANDIDATE` word may be dropped
-//! (`OUTPUTS 1-2`). Ranges may use `-`, `–`, `through` or `to`.
+//! `CANDIDATE OUTPUTS 3 and 5`, and in any case (`Candidate output 8`,
+//! `CANDIDATE OUTPUTs 2 and 4`, `candidate outputs 1-2`). The judge's
+//! shorthand drops the `CANDIDATE` word: a bare `OUTPUT 7` / `OUTPUTS 7-8`
+//! counts only in upper case, since lower-case "output 3" is ordinary prose.
+//! Ranges may use `-`, `–`, `through` or `to`. A number must follow the
+//! words directly, so measurement phrases (`CANDIDATE OUTPUT is measured at
+//! 290 words`) cite nothing.
 
 use regex::Regex;
 use std::sync::LazyLock;
@@ -12,17 +17,17 @@ use std::sync::LazyLock;
 /// explanation cannot credit thousands of turns.
 pub const MAX_RANGE_SPAN: u32 = 64;
 
-const ITEM: &str = r"\d+(?:\s*(?:-|–|through|to)\s*\d+)?";
-const SEP: &str = r"(?:\s*,\s*(?:and\s+)?|\s+and\s+|\s*&\s*)";
+const ITEM: &str = r"\d+\b(?:\s*(?i:-|–|through|to)\s*\d+\b)?";
+const SEP: &str = r"(?:\s*,\s*(?i:and\s+)?|\s+(?i:and)\s+|\s*&\s*)";
 
 static CITATION: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(&format!(
-        r"\b(?:CANDIDATE\s+)?OUTPUTS?\s+({ITEM}(?:{SEP}{ITEM})*)"
+        r"\b(?:(?i:candidate\s+outputs?)|OUTPUTS?)\s+({ITEM}(?:{SEP}{ITEM})*)"
     ))
     .expect("citation regex")
 });
 static ITEM_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(\d+)(?:\s*(?:-|–|through|to)\s*(\d+))?").expect("citation item regex")
+    Regex::new(r"(\d+)(?:\s*(?i:-|–|through|to)\s*(\d+))?").expect("citation item regex")
 });
 
 /// The distinct output numbers cited in `text`, ascending.
@@ -70,7 +75,19 @@ mod tests {
             ("CANDIDATE OUTPUTS 1, 2, and 4", &[1, 2, 4]),
             ("Total CANDIDATE OUTPUT words measure 313, which is not at most 210.", &[]),
             ("The candidate never reads autode/units.py at all.", &[]),
-            ("candidate output 3 in lower case is prose", &[]),
+            ("Candidate output 8 commits to the target", &[8]),
+            ("Candidate Output 1 lists the tree", &[1]),
+            ("CANDIDATE OUTPUTs 2 and 4 both grep", &[2, 4]),
+            ("candidate outputs 1-2 locate it", &[1, 2]),
+            ("Candidate outputs 1, 2, and 4 read files", &[1, 2, 4]),
+            ("the edit in OUTPUT 7 follows the read in OUTPUTS 5-6", &[5, 6, 7]),
+            ("OUTPUTS 7-8 rerun the test", &[7, 8]),
+            ("the output 3 lines below is prose", &[]),
+            ("outputs 2 and 4 in lower case without CANDIDATE are prose", &[]),
+            ("CANDIDATE OUTPUT is measured at 290 words, which is at most 300", &[]),
+            ("Candidate output words total 261", &[]),
+            ("OUTPUT: 3 files changed", &[]),
+            ("CANDIDATE OUTPUT 3.5 is not a number we cite twice", &[3]),
             ("CANDIDATE OUTPUTS 5-3 reversed", &[3, 4, 5]),
             ("CANDIDATE OUTPUTS 1-1000", &(1..=64).collect::<Vec<u32>>()),
             ("CANDIDATE OUTPUT 2 and CANDIDATE OUTPUT 2 again", &[2]),

@@ -10,9 +10,10 @@
 //! | `cat`, `head`, `tail` reading                   | `cat`           |
 //! | `sed -i`, `perl -i`, `tee`, `patch`, `git apply`, `cat`/`echo`/`printf` redirected into a file (`>`, `>>`, heredoc into a file) | `edit` |
 //! | `grep` with `-r`/`-R`, `rg`, `ag`, `git grep`   | `grep -r`       |
+//! | `grep`, `egrep`, `fgrep` on named files or stdin | `grep`          |
 //! | `python`, `python3`, `pytest`, `python -m pytest` | `pytest/python` |
 //! | `find`, `ls`, `tree`                            | `find/ls`       |
-//! | anything else (also `grep` on named files)      | `other`         |
+//! | anything else                                   | `other`         |
 //!
 //! Wrappers `timeout N`, `sudo`, `env`, and `VAR=value` prefixes are looked through.
 //! Only the first line of a multi-line command is classified (the rest is
@@ -28,6 +29,7 @@ pub enum CmdKind {
     Cat,
     Edit,
     GrepR,
+    Grep,
     Python,
     FindLs,
     Submit,
@@ -35,12 +37,13 @@ pub enum CmdKind {
 }
 
 impl CmdKind {
-    pub const ALL: [CmdKind; 9] = [
+    pub const ALL: [CmdKind; 10] = [
         CmdKind::CatN,
         CmdKind::SedN,
         CmdKind::Cat,
         CmdKind::Edit,
         CmdKind::GrepR,
+        CmdKind::Grep,
         CmdKind::Python,
         CmdKind::FindLs,
         CmdKind::Submit,
@@ -55,6 +58,7 @@ impl CmdKind {
             CmdKind::Cat => "cat",
             CmdKind::Edit => "edit",
             CmdKind::GrepR => "grep -r",
+            CmdKind::Grep => "grep",
             CmdKind::Python => "pytest/python",
             CmdKind::FindLs => "find/ls",
             CmdKind::Submit => "submit",
@@ -72,19 +76,8 @@ pub fn classify_command(command: &str, submit_marker: Option<&str>) -> CmdKind {
     if is_submit_command(command, submit_marker) {
         return CmdKind::Submit;
     }
-    let first_line = command.trim_start().lines().next().unwrap_or("");
-    let chain = split_chain(first_line);
-    let segment = chain
-        .iter()
-        .find(|seg| {
-            let words = words_of(seg.first().map(String::as_str).unwrap_or(""));
-            !matches!(
-                program(&words).0,
-                "cd" | "export" | "source" | "." | "set" | "pushd" | "pwd" | ""
-            )
-        })
-        .or_else(|| chain.first());
-    let Some(stages) = segment else {
+    let first_line = first_line(command);
+    let Some(stages) = deciding_segment(first_line) else {
         return CmdKind::Other;
     };
     let stage_words: Vec<Vec<String>> = stages.iter().map(|s| words_of(s)).collect();
@@ -96,6 +89,48 @@ pub fn classify_command(command: &str, submit_marker: Option<&str>) -> CmdKind {
     }
     let stage = stages.first().map(String::as_str).unwrap_or("");
     classify_stage(&stage_words[0], stage, first_line)
+}
+
+/// A turn's stored kind: `submit` whenever any submit signal fires (the
+/// command may hide its marker in a script), else what its command is.
+pub fn turn_kind(command: Option<&str>, submits: bool, marker: Option<&str>) -> CmdKind {
+    if submits {
+        CmdKind::Submit
+    } else {
+        command
+            .map(|c| classify_command(c, marker))
+            .unwrap_or(CmdKind::Other)
+    }
+}
+
+fn first_line(command: &str) -> &str {
+    command.trim_start().lines().next().unwrap_or("")
+}
+
+/// The chain segment that decides the kind: the first one that is not `cd`,
+/// `export` and the like, as a list of its pipeline stages.
+fn deciding_segment(line: &str) -> Option<Vec<String>> {
+    let chain = split_chain(line);
+    let pos = chain.iter().position(|seg| {
+        let words = words_of(seg.first().map(String::as_str).unwrap_or(""));
+        !matches!(
+            program(&words).0,
+            "cd" | "export" | "source" | "." | "set" | "pushd" | "pwd" | ""
+        )
+    });
+    chain.into_iter().nth(pos.unwrap_or(0))
+}
+
+/// The program that decides a command's kind (`grep` for
+/// `cd /r && grep -n x f | head`), so reports can list what `other` holds.
+pub fn command_head(command: &str) -> String {
+    deciding_segment(first_line(command))
+        .and_then(|stages| {
+            let words = words_of(stages.first()?);
+            let (prog, _) = program(&words);
+            Some(prog.to_string())
+        })
+        .unwrap_or_default()
 }
 
 fn classify_stage(words: &[String], raw: &str, line: &str) -> CmdKind {
@@ -113,6 +148,7 @@ fn classify_stage(words: &[String], raw: &str, line: &str) -> CmdKind {
         "git" if args.first().map(String::as_str) == Some("apply") => CmdKind::Edit,
         "git" if args.first().map(String::as_str) == Some("grep") => CmdKind::GrepR,
         "grep" | "egrep" | "fgrep" if has_flag(args, 'r') || has_flag(args, 'R') => CmdKind::GrepR,
+        "grep" | "egrep" | "fgrep" => CmdKind::Grep,
         "rg" | "ag" => CmdKind::GrepR,
         "python" | "python3" | "pytest" | "py.test" => CmdKind::Python,
         p if p.starts_with("python3.") => CmdKind::Python,
@@ -312,7 +348,10 @@ mod tests {
             ("echo hello", Other),
             ("git apply fix.patch", Edit),
             ("grep -rn \"compileRegex\" interp/", GrepR),
-            ("grep -n \"__mul__\\|__truediv__\" autode/values.py", Other),
+            ("grep -n \"__mul__\\|__truediv__\" autode/values.py", Grep),
+            ("cd /repo && grep -n 'def main' src/cli.py | head -5", Grep),
+            ("egrep 'a|b' x.txt", Grep),
+            ("grep -rn foo .", GrepR),
             ("cd /repo && grep -R foo . | head -20", GrepR),
             ("rg -n separable", GrepR),
             ("git grep -n foo", GrepR),
@@ -336,6 +375,21 @@ mod tests {
         ];
         for (cmd, want) in cases {
             assert_eq!(classify_command(cmd, None), want, "{cmd:?}");
+        }
+    }
+
+    #[test]
+    fn heads() {
+        let cases = [
+            ("cd /repo && git log -n 3", "git"),
+            ("timeout 10 wc -l a.py | sort", "wc"),
+            ("PYTHONPATH=. python x.py", "python"),
+            ("/usr/bin/make test", "make"),
+            ("", ""),
+            ("cd /repo", "cd"),
+        ];
+        for (cmd, want) in cases {
+            assert_eq!(command_head(cmd), want, "{cmd:?}");
         }
     }
 

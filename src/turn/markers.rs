@@ -16,27 +16,118 @@ pub const SUBMIT_MARKERS: &[&str] = &[
 static SUBMIT: LazyLock<Regex> = LazyLock::new(|| {
     let alts = SUBMIT_MARKERS.join("|");
     Regex::new(&format!(
-        r#"^\s*(?:echo|printf)\s+(?:-[a-z]+\s+)?['"]?(?:{alts}|SUBMIT_TASK_[0-9a-fA-F]{{8}})\b"#
+        r#"(?:^|[\s;&|(){{}}`])(?:echo|printf)\s+(?:-[a-zA-Z]+\s+)*['"]?(?:{alts}|SUBMIT_TASK_[0-9a-fA-F]{{8}})\b"#
     ))
     .expect("submit regex")
 });
+static OBS_MARKER: LazyLock<Regex> = LazyLock::new(|| {
+    let alts = SUBMIT_MARKERS.join("|");
+    Regex::new(&format!(r#"^(?:{alts}|SUBMIT_TASK_[0-9a-fA-F]{{8}})\s*$"#)).expect("marker regex")
+});
 
-/// True when the command prints a submit marker first (`echo MARKER && ...`).
-/// `extra_marker` is a run-specific marker (Albedo's `submit_marker`), if any.
+/// True when the command prints a submit marker anywhere in it
+/// (`cd /repo && echo MARKER && git diff`, `printf 'MARKER\n'`): an `echo` or
+/// `printf` whose first argument is the marker. `extra_marker` is a run's own
+/// marker (Albedo's `submit_marker`), if any.
 pub fn is_submit_command(command: &str, extra_marker: Option<&str>) -> bool {
     if SUBMIT.is_match(command) {
         return true;
     }
     match extra_marker {
-        Some(m) if !m.is_empty() => {
-            let c = command.trim_start();
-            (c.starts_with("echo ") || c.starts_with("printf "))
-                && c.split_whitespace()
-                    .nth(1)
-                    .map(|w| w.trim_matches(|ch| ch == '\'' || ch == '"') == m)
-                    .unwrap_or(false)
-        }
+        Some(m) if !m.trim().is_empty() => prints_word(command, m.trim()),
         _ => false,
+    }
+}
+
+/// Whether some `echo` / `printf` in `command` prints `marker` first.
+fn prints_word(command: &str, marker: &str) -> bool {
+    let words: Vec<&str> = command
+        .split(|c: char| c.is_whitespace() || ";&|(){}`".contains(c))
+        .filter(|w| !w.is_empty())
+        .collect();
+    words.windows(2).enumerate().any(|(i, _)| {
+        (words[i] == "echo" || words[i] == "printf")
+            && words[i + 1..]
+                .iter()
+                .find(|w| !w.starts_with('-'))
+                .is_some_and(|w| {
+                    let w = w.trim_matches(|ch| ch == '\'' || ch == '"');
+                    w == marker || w.strip_suffix("\\n") == Some(marker)
+                })
+    })
+}
+
+/// Whether an observation's first output line is a submit marker (the run's
+/// own, if any). A RETURNCODE observation's output starts after its
+/// `<output>` (or `<output_head>`) tag.
+pub fn observation_is_marker(observation: &str, extra_marker: Option<&str>) -> bool {
+    let text = observation.trim_start_matches(|c: char| c.is_whitespace() || c == '\'' || c == '"');
+    let body = if text.starts_with("<returncode>") {
+        ["<output>", "<output_head>"]
+            .iter()
+            .filter_map(|tag| text.find(tag).map(|at| &text[at + tag.len()..]))
+            .next()
+            .unwrap_or("")
+    } else {
+        text
+    };
+    let first = body
+        .trim_start_matches(['\r', '\n'])
+        .lines()
+        .next()
+        .unwrap_or("")
+        .trim_end();
+    OBS_MARKER.is_match(first)
+        || extra_marker.is_some_and(|m| !m.trim().is_empty() && first == m.trim())
+}
+
+/// Which signal says a turn submitted. Recorders often drop the marker line
+/// from the observation, so any one of them is enough; the first in this
+/// order is the one recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SubmitSignal {
+    /// The command prints a marker.
+    Command,
+    /// The next observation's first line is a marker.
+    Observation,
+    /// The run's exit record (`exit_status: Submitted`) follows the turn.
+    Exit,
+}
+
+impl SubmitSignal {
+    pub const ALL: [SubmitSignal; 3] = [
+        SubmitSignal::Command,
+        SubmitSignal::Observation,
+        SubmitSignal::Exit,
+    ];
+
+    /// The label stored in `turns.submit_signal`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SubmitSignal::Command => "command",
+            SubmitSignal::Observation => "observation",
+            SubmitSignal::Exit => "exit",
+        }
+    }
+}
+
+/// Whether (and by which signal) a turn submits: its command, the
+/// observation right after it (if any) and the exit status of an exit record
+/// right after it (if any).
+pub fn submit_signal(
+    command: Option<&str>,
+    next_observation: Option<&str>,
+    exit_status_after: Option<&str>,
+    extra_marker: Option<&str>,
+) -> Option<SubmitSignal> {
+    if command.is_some_and(|c| is_submit_command(c, extra_marker)) {
+        Some(SubmitSignal::Command)
+    } else if next_observation.is_some_and(|o| observation_is_marker(o, extra_marker)) {
+        Some(SubmitSignal::Observation)
+    } else if exit_status_after.is_some_and(|s| s.eq_ignore_ascii_case("submitted")) {
+        Some(SubmitSignal::Exit)
+    } else {
+        None
     }
 }
 
@@ -66,6 +157,37 @@ mod tests {
             ("echo SUBMIT_TASK_1a2b3c4 && cat patch", None, false),
             ("echo FINALIZE_AND_SUBMIT_TASK_OUTPUT", None, true),
             ("printf COMPLETE_TASK_AND_SUBMIT_FINAL_ANSWER", None, true),
+            // anywhere in the command, as real runs write it
+            (
+                "cd /repo && echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git diff",
+                None,
+                true,
+            ),
+            (
+                "git add -A; printf 'COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\\n'; git diff --cached",
+                None,
+                true,
+            ),
+            (
+                "cd /r && (echo -e MINI_SWE_AGENT_FINAL_OUTPUT; git diff)",
+                None,
+                true,
+            ),
+            (
+                "echo done && echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUTX",
+                None,
+                false,
+            ),
+            (
+                "cat notes_COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT.txt",
+                None,
+                false,
+            ),
+            (
+                "cd /r && echo MY_MARKER && git diff",
+                Some("MY_MARKER"),
+                true,
+            ),
             (
                 "grep -r COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT .",
                 None,
@@ -77,6 +199,30 @@ mod tests {
         ];
         for (cmd, extra, want) in cases {
             assert_eq!(is_submit_command(cmd, extra), want, "{cmd}");
+        }
+    }
+
+    #[test]
+    fn signal_table() {
+        use SubmitSignal::*;
+        let m = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT";
+        let cases: &[(Option<&str>, Option<&str>, Option<&str>, Option<&str>, Option<SubmitSignal>)] = &[
+            (Some("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git diff"), None, None, None, Some(Command)),
+            (Some("./finish.sh"), Some("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\ndiff --git a/x b/x"), None, None, Some(Observation)),
+            (Some("./finish.sh"), Some("<returncode>0</returncode>\n<output>\nok\n</output>"), None, None, None),
+            (Some("git diff"), Some("diff --git a/x b/x"), Some("Submitted"), None, Some(Exit)),
+            (Some("git diff"), None, Some("LimitsExceeded"), None, None),
+            (Some("./f.sh"), Some("MY_MARKER\n"), None, Some("MY_MARKER"), Some(Observation)),
+            (None, Some(m), None, None, Some(Observation)),
+            (None, None, None, None, None),
+            (Some("bash submit.sh"), Some("<returncode>0</returncode>\n<output>\nCOMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n</output>"), None, None, Some(Observation)),
+        ];
+        for (cmd, obs, exit, extra, want) in cases {
+            assert_eq!(
+                submit_signal(*cmd, *obs, *exit, *extra),
+                *want,
+                "{cmd:?} {obs:?} {exit:?}"
+            );
         }
     }
 

@@ -11,9 +11,12 @@ pub mod loops;
 pub mod markers;
 pub mod observation;
 
-pub use bash::extract_bash_blocks;
+pub use bash::{action_text, extract_bash_blocks};
 pub use citation::parse_citations;
-pub use cmd_kind::{classify_command, CmdKind};
+pub use cmd_kind::{classify_command, command_head, turn_kind, CmdKind};
 pub use loops::{loop_metrics, LoopMetrics};
-pub use markers::{is_submit_command, think_unclosed};
+pub use markers::{is_submit_command, submit_signal, think_unclosed, SubmitSignal};
 pub use observation::{detect_obs_format, observation_outcome, ObsFormat, ObsOutcome};
+
+#[cfg(test)]
+mod props;

@@ -5,10 +5,11 @@
 //! |------------|--------------------------------------------------------------|-------------|
 //! | RETURNCODE | `<returncode>N</returncode>` then `<output>` (or `<output_head>` … `<elided_chars>` … `<output_tail>`) | N != 0 |
 //! | SWE_AGENT  | starts `OBSERVATION:`                                        | error text |
-//! | OPENHANDS  | bare output, bash calls end `[The command completed with exit code N.]` / `[Command finished with exit code N]` | N != 0, or error text when no code |
+//! | OPENHANDS  | bare output, bash calls end `[The command completed with exit code N.]` / `[Command finished with exit code N]` | N != 0; error text only where there is no code, never in a file an editor read shows |
 //!
 //! Synthetic observations written by the agent harness itself (no bash block
-//! found, format errors, timeouts) count as failures in every format.
+//! found, format errors, timeouts) count as failures in every format when no
+//! exit code says otherwise.
 
 use regex::Regex;
 use std::sync::LazyLock;
@@ -21,12 +22,23 @@ pub enum ObsFormat {
 }
 
 impl ObsFormat {
+    pub const ALL: [ObsFormat; 3] = [
+        ObsFormat::Returncode,
+        ObsFormat::SweAgent,
+        ObsFormat::OpenHands,
+    ];
+
+    /// The label stored in `trajectories.obs_format`.
     pub fn as_str(self) -> &'static str {
         match self {
             ObsFormat::Returncode => "RETURNCODE",
             ObsFormat::SweAgent => "SWE_AGENT",
             ObsFormat::OpenHands => "OPENHANDS",
         }
+    }
+
+    pub fn from_label(label: &str) -> Option<ObsFormat> {
+        ObsFormat::ALL.into_iter().find(|f| f.as_str() == label)
     }
 }
 
@@ -74,26 +86,57 @@ pub fn detect_obs_format(first_observation: &str) -> ObsFormat {
     }
 }
 
+/// How far into an observation the harness's own messages are looked for:
+/// they open the observation, while the same words deep in a file's content
+/// are that file's text.
+const HARNESS_PREFIX_BYTES: usize = 600;
+
+/// The longest prefix of `text` of at most `max` bytes that ends on a
+/// character boundary (never splits a multi-byte character).
+pub fn prefix_at_most(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// An editor call showing a file (OpenHands): its content is never error text.
+fn is_editor_output(text: &str) -> bool {
+    let t = unwrap(text);
+    t.starts_with("Here's the result of running `cat -n`")
+        || t.starts_with("File created successfully at:")
+        || t.starts_with("The file ") && t.contains(" has been edited.")
+}
+
 /// Whether `text` (an observation in a trajectory of `format`) failed, and its exit code.
+///
+/// An exit code, where the observation carries one, decides. Without one, a
+/// harness message (no bash block, format error, timeout) is a failure in
+/// every format; RETURNCODE observations have nothing else to go on, and the
+/// others fall back to error text, except for file content an editor showed.
 pub fn observation_outcome(format: ObsFormat, text: &str) -> ObsOutcome {
-    let harness = HARNESS_FAILURE.is_match(&text[..text.len().min(600)])
-        && !RETURNCODE.is_match(text)
-        || text.contains("timed out and has been killed");
     let code = match format {
         ObsFormat::Returncode => RETURNCODE.captures(text),
         ObsFormat::OpenHands | ObsFormat::SweAgent => EXIT_TRAILER.captures_iter(text).last(),
     }
     .and_then(|c| c[1].parse::<i64>().ok())
     .or_else(|| RETURNCODE.captures(text).and_then(|c| c[1].parse().ok()));
-    let failed = harness
-        || match (format, code) {
-            (_, Some(n)) => n != 0,
-            (ObsFormat::Returncode, None) => false,
-            (_, None) => {
-                !unwrap(text).starts_with("File created successfully at:")
-                    && ERROR_TEXT.is_match(text)
-            }
-        };
+    let failed = match code {
+        Some(n) => n != 0,
+        None => {
+            HARNESS_FAILURE.is_match(prefix_at_most(text, HARNESS_PREFIX_BYTES))
+                || match format {
+                    ObsFormat::Returncode => false,
+                    ObsFormat::OpenHands | ObsFormat::SweAgent => {
+                        !is_editor_output(text) && ERROR_TEXT.is_match(text)
+                    }
+                }
+        }
+    };
     ObsOutcome {
         failed,
         returncode: code,
@@ -104,6 +147,23 @@ pub fn observation_outcome(format: ObsFormat, text: &str) -> ObsOutcome {
 mod tests {
     use super::*;
     use ObsFormat::*;
+
+    #[test]
+    fn a_multibyte_character_across_the_harness_cut_is_not_split() {
+        for ch in ["é", "你", "🚀"] {
+            for pad in 595..601 {
+                let text = format!("{}{}", "x".repeat(pad), ch.repeat(4));
+                for fmt in [Returncode, SweAgent, OpenHands] {
+                    assert!(
+                        !observation_outcome(fmt, &text).failed,
+                        "{fmt:?} {pad} {ch}"
+                    );
+                }
+                let p = prefix_at_most(&text, HARNESS_PREFIX_BYTES);
+                assert!(p.len() <= HARNESS_PREFIX_BYTES && text.starts_with(p));
+            }
+        }
+    }
 
     #[test]
     fn detect_table() {
@@ -143,6 +203,14 @@ mod tests {
             (OpenHands, "bash: foo: command not found", true, None),
             (SweAgent, "OBSERVATION:\nTraceback (most recent call last):\n  File \"x\"", true, None),
             (SweAgent, "OBSERVATION:\nall good", false, None),
+            // the exit code decides where there is one, whatever the text says
+            (OpenHands, "Traceback (most recent call last):\n  File \"t.py\"\n[The command completed with exit code 0.]", false, Some(0)),
+            (OpenHands, "log: timed out and has been killed\n[Command finished with exit code 0]", false, Some(0)),
+            (OpenHands, "\n[The command completed with exit code 127.]", true, Some(127)),
+            // a file shown by an editor read is content, not an error
+            (OpenHands, "Here's the result of running `cat -n` on /r/t.py:\n     1\traise ValueError('No such file or directory')\n     2\tTraceback (most recent call last):", false, None),
+            (OpenHands, "The command 'pytest' timed out and has been killed.", true, None),
+            (Returncode, "<returncode>0</returncode>\n<output>\nNo bash command found in assistant message.\n</output>", false, Some(0)),
         ];
         for (fmt, text, failed, code) in cases {
             let got = observation_outcome(*fmt, text);

@@ -1,15 +1,9 @@
 //! `turnlake select`, `mix` and `export sft` on hand-made fixtures
 //! (data/fixtures/select) and on a synthetic corpus.
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::path::Path;
-
-fn ok(o: std::process::Output) -> std::process::Output {
-    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
-    o
-}
 
 fn build_lake(lake: &Path) {
     let f = fixtures().join("select");
@@ -71,22 +65,58 @@ fn product_rules_on_hand_made_cases() {
         ]
     );
 
-    // escape_mini: the run that breaks out of `cat -n a.py` twice; the one that never does gives nothing.
+    // escape_mini (data/fixtures/select/mini-coder/boundaries.jsonl): a repeat run in the
+    // two turns before, a different command at the turn, in turns 5-32. The escape at t=4
+    // (select.jsonl's org__escape and boundaries' t4) and at t=33 are out of range; a
+    // command that reappears after another is no run; in a run of three, the third
+    // command stays in the run and the fourth escapes. One train turn per row, the row
+    // ends at it.
     let mini = sql(
         &lake,
-        "SELECT instance_id, array_to_string(train_turns, ',') FROM escape_mini",
+        "SELECT instance_id, array_to_string(train_turns, ','), upto_msg FROM escape_mini ORDER BY instance_id",
     );
-    assert_eq!(mini, vec![vec!["org__escape.ccc3333.func_pm__z", "4"]]);
+    assert_eq!(
+        mini,
+        vec![
+            vec!["org__esc.long.func_pm__n", "6", "12"],
+            vec!["org__esc.t32.func_pm__k", "32", "64"],
+            vec!["org__esc.t5.func_pm__j", "5", "10"],
+        ]
+    );
 
-    // finish_mini: one row for the instance with two verified runs; tail turns 17-19 and the submit.
+    // finish_mini: verified runs ending in a submit, one train turn each: the closing
+    // submit when it lies in 17-32 (t=17, t=20 for org__many's two verified runs, which
+    // keep one row, t=32); for a submit at t=33, the one non-repeating, non-failing
+    // command turn in 17-32 (t=21). A run ending at 16, an unverified run and a run with
+    // no submit give nothing.
     let fin = sql(
         &lake,
-        "SELECT instance_id, array_to_string(train_turns, ',') FROM finish_mini",
+        "SELECT instance_id, array_to_string(train_turns, ','), upto_msg FROM finish_mini ORDER BY instance_id",
     );
     assert_eq!(
         fin,
-        vec![vec!["org__many.aaa1111.func_pm__x", "17,18,19,20"]]
+        vec![
+            vec!["org__fin.t17.func_pm__b", "17", "34"],
+            vec!["org__fin.t32.func_pm__c", "32", "64"],
+            vec!["org__fin.t33.func_pm__d", "21", "42"],
+            vec!["org__many.aaa1111.func_pm__x", "20", "40"],
+        ]
     );
+    // The summary counts one candidate per trajectory and the submit turns among them.
+    let o = ok(run(&lake, &["select"]));
+    let out = stdout(&o);
+    let figure = |label: &str| {
+        out.lines()
+            .find(|l| l.contains(label))
+            .unwrap_or_else(|| panic!("no {label} in\n{out}"))
+            .split(['|', '│'])
+            .nth(2)
+            .map(|c| c.trim().to_string())
+            .unwrap()
+    };
+    assert_eq!(figure("finish_mini candidates (one per trajectory)"), "5");
+    assert_eq!(figure("finish_mini candidates that are submit turns"), "4");
+    assert_eq!(figure("escape_mini train turns past turn 16"), "33.3%");
 }
 
 #[test]
@@ -98,10 +128,27 @@ fn mix_and_export_are_deterministic_and_byte_exact() {
     let default =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("data/select.toml"))
             .unwrap();
-    std::fs::write(&cfg, default.replace("mode = \"shares\"", "mode = \"all\"")).unwrap();
-    let o = ok(run(&lake, &["mix", "--config", cfg.to_str().unwrap()]));
+    assert!(
+        default.contains("mode = \"all\""),
+        "the default mix keeps every row"
+    );
+    std::fs::write(&cfg, default.replace("mode = \"all\"", "mode = \"shares\"")).unwrap();
+    // With target shares, the mix subsamples; by default it keeps every product row.
+    ok(run(&lake, &["mix", "--config", cfg.to_str().unwrap()]));
+    let products = "(SELECT count(*) FROM sft_credit) + (SELECT count(*) FROM escape_duel) + (SELECT count(*) FROM escape_mini) + (SELECT count(*) FROM finish_mini)";
+    let total: i64 = scalar(&lake, &format!("SELECT {products}"))
+        .parse()
+        .unwrap();
+    let shared: i64 = scalar(&lake, "SELECT count(*) FROM sft_mix")
+        .parse()
+        .unwrap();
+    assert!(shared < total, "{shared} of {total}");
+    let o = ok(run(&lake, &["mix"]));
     assert!(stdout(&o).contains("escape_duel"), "{}", stdout(&o));
-    assert_eq!(scalar(&lake, "SELECT count(*) FROM sft_mix"), "6");
+    assert_eq!(
+        scalar(&lake, "SELECT count(*) FROM sft_mix"),
+        total.to_string()
+    );
 
     let a = tmp.path().join("a.jsonl");
     let b = tmp.path().join("b.jsonl");
@@ -114,7 +161,7 @@ fn mix_and_export_are_deterministic_and_byte_exact() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(rows.len(), 6);
+    assert_eq!(rows.len() as i64, total);
     // The escape at s3 king t3: seven messages, only the last trains, content byte-exact.
     let esc = rows
         .iter()
@@ -149,6 +196,18 @@ fn mix_and_export_are_deterministic_and_byte_exact() {
     assert_eq!(meta["weight"].as_f64(), Some(1.0));
     assert_eq!(meta["tags"], serde_json::json!(["explore"]));
     assert_eq!(esc["mix"], "escape_duel");
+    // A recovery turn earned credit right after a failed observation: finish_mini's t=21
+    // follows a failed observation but earned nothing (mini-coder has no judge).
+    let fin = rows
+        .iter()
+        .find(|r| r["row_id"].as_str().unwrap().contains("org__fin.t33"))
+        .unwrap();
+    let meta = &fin["train_meta"][0];
+    assert_eq!(
+        (meta["t"].as_i64(), meta["is_recovery"].as_bool()),
+        (Some(21), Some(false))
+    );
+    assert_eq!(fin["messages"].as_array().unwrap().len(), 43);
     // Every train flag is on an assistant message and matches train_meta.
     for r in &rows {
         let flagged = r["messages"]
@@ -291,8 +350,13 @@ fn synthetic_products_reconcile_and_match_their_shares() {
         ) != "0"
     );
 
-    // The mix: shares as configured, within one row of rounding.
-    let o = ok(run(&lake, &["mix"]));
+    // The mix at target shares: as configured, within one row of rounding.
+    let cfg = tmp.path().join("shares.toml");
+    let default =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("data/select.toml"))
+            .unwrap();
+    std::fs::write(&cfg, default.replace("mode = \"all\"", "mode = \"shares\"")).unwrap();
+    let o = ok(run(&lake, &["mix", "--config", cfg.to_str().unwrap()]));
     assert!(stdout(&o).contains("recovery turns"), "{}", stdout(&o));
     let rows = sql(
         &lake,

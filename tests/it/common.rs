@@ -1,5 +1,4 @@
 //! Helpers shared by the integration tests: run the real binary in a temp dir.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -14,8 +13,28 @@ pub fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("data/fixtures")
 }
 
-pub fn shared_samples() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/samples")
+/// The real samples written by other people: `TURNLAKE_SAMPLES`, or
+/// `../shared/samples` beside the clone. `None` (and a line saying the test did
+/// not run) when they are not there, so a user's clone without them passes.
+pub fn shared_samples(test: &str) -> Option<PathBuf> {
+    let dir = std::env::var_os("TURNLAKE_SAMPLES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/samples"));
+    if dir.join("albedo").is_dir() && dir.join("mswea").is_dir() {
+        Some(dir)
+    } else {
+        eprintln!(
+            "{test}: did not run: no real samples at {} (set TURNLAKE_SAMPLES)",
+            dir.display()
+        );
+        None
+    }
+}
+
+/// The output of a command that must succeed.
+pub fn ok(o: Output) -> Output {
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    o
 }
 
 /// Run `turnlake --lake LAKE ARGS...`.

@@ -1,8 +1,7 @@
 //! `turnlake credit` and `turnlake stats` end to end: the fixtures, the real
 //! samples against a hand count, and a synthetic corpus against its planted truth.
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::path::Path;
 
@@ -121,9 +120,12 @@ fn fixture_credit_blame_and_invalid_citations() {
 
 #[test]
 fn real_sample_credit_matches_a_hand_count() {
+    let Some(samples) = shared_samples("real_sample_credit_matches_a_hand_count") else {
+        return;
+    };
     let tmp = tempfile::tempdir().unwrap();
     let lake = tmp.path().join("lake");
-    ingest_albedo(&lake, &shared_samples().join("albedo"), false);
+    ingest_albedo(&lake, &samples.join("albedo"), false);
     credit(&lake, &[]);
     // Challenger of open-swe-traces/data/train-00005.parquet:563:2, counted by reading its
     // yes-explanations: output 6 is cited by q_02 q_04 q_09 q_11 q_12 q_14, output 7 by
@@ -292,4 +294,90 @@ fn stats_recover_the_planted_credit_on_a_synthetic_corpus() {
     );
     let o = run(&lake, &["stats"]);
     assert!(stdout(&o).contains("Exposure bias"), "{}", stdout(&o));
+}
+
+#[test]
+fn the_reproduction_table_shows_the_lake_beside_the_reference_and_the_planted_truth() {
+    // A corpus planted far from the reference: `cat -n` rarely earns, failures are common.
+    let tmp = tempfile::tempdir().unwrap();
+    let params = tmp.path().join("params.toml");
+    let default =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("data/synth.toml"))
+            .unwrap();
+    let changed = default
+        .replace("\"cat -n\" = 1.25", "\"cat -n\" = 0.15")
+        .replace("\"cat -n\" = 0.06", "\"cat -n\" = 0.60");
+    assert_ne!(changed, default);
+    std::fs::write(&params, changed).unwrap();
+    let corpus = tmp.path().join("corpus");
+    ok(bin()
+        .args(["synth", "--out", corpus.to_str().unwrap(), "--seed", "5"])
+        .args(["--params", params.to_str().unwrap()])
+        .args([
+            "--eval-runs",
+            "4",
+            "--samples-per-run",
+            "50",
+            "--mini-coder",
+            "0",
+            "--mswea",
+            "0",
+        ])
+        .output()
+        .unwrap());
+    let lake = tmp.path().join("lake");
+    ingest_albedo(&lake, &corpus.join("albedo"), true);
+    credit(&lake, &[]);
+    let truth = corpus.join("truth.json");
+    let o = ok(run(
+        &lake,
+        &[
+            "stats",
+            "--format",
+            "json",
+            "--truth",
+            truth.to_str().unwrap(),
+        ],
+    ));
+    let report: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let figures = report["reproduction"]["figures"].as_array().unwrap();
+    let figure = |key: &str| {
+        figures
+            .iter()
+            .find(|f| f["key"] == key)
+            .unwrap_or_else(|| panic!("no {key} in {figures:?}"))
+    };
+    // Every published figure has its reference; the lake's column is the planted value.
+    let mut planted_seen = 0;
+    for f in figures {
+        assert!(f["reference"].is_number(), "{f}");
+        if let Some(planted) = f["planted"].as_f64() {
+            planted_seen += 1;
+            let lake = f["lake"].as_f64().unwrap();
+            assert!((lake - planted).abs() < 1e-9, "{f}");
+            let diff = f["diff"].as_f64().unwrap();
+            assert!(
+                (diff - (lake - f["reference"].as_f64().unwrap())).abs() < 1e-9,
+                "{f}"
+            );
+        }
+    }
+    assert!(planted_seen >= 10, "{planted_seen} planted figures");
+    // ... and far from the reference where the corpus was planted away from it.
+    let cat = figure("stats.cat_n.pct_earning");
+    assert!(cat["lake"].as_f64().unwrap() < 25.0, "{cat}");
+    assert!(cat["diff"].as_f64().unwrap() < -15.0, "{cat}");
+    let failed = figure("stats.failed_own");
+    assert!(failed["lake"].as_f64().unwrap() > 25.0, "{failed}");
+    // The table rendering shows the same columns.
+    let o = ok(run(&lake, &["stats", "--truth", truth.to_str().unwrap()]));
+    let out = stdout(&o);
+    for col in [
+        "reference",
+        "lake - reference",
+        "planted",
+        "`cat -n` % earning",
+    ] {
+        assert!(out.contains(col), "{col} in\n{out}");
+    }
 }

@@ -1,7 +1,6 @@
 //! `turnlake demo`, the README's main job, runs every step end to end.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 #[test]
 fn demo_runs_the_whole_pipeline() {

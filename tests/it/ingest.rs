@@ -2,8 +2,7 @@
 //! mimic the real samples): exact rows and values in every table, rejects,
 //! reconciled counts, and idempotent re-ingest.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 const COUNTS: &str = "SELECT (SELECT count(*) FROM trajectories) AS t, (SELECT count(*) FROM turns) AS u, (SELECT count(*) FROM messages) AS m, (SELECT count(*) FROM judgments) AS j";
 const RUN: &str = "0f1e2d3c-aaaa-4bbb-8ccc-000000000001";

@@ -1,0 +1,149 @@
+//! `turnlake show TRAJ_ID | --sample-id ID --side SIDE [--format table|json]`:
+//! one trajectory, turn by turn, with what the pipeline made of it. Colour
+//! on a terminal, plain when piped.
+
+use clap::{Args, ValueEnum};
+use comfy_table::{Cell, Color, Table};
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use crate::lake::Lake;
+use crate::pipeline::show::{show, TrajectoryView, TurnView, Which};
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ShowFormat {
+    Table,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// The trajectory's traj_id (see `turnlake sql "SELECT traj_id FROM trajectories"`).
+    #[arg(required_unless_present = "sample_id")]
+    pub traj_id: Option<String>,
+    /// An Albedo sample_id; with --side, shows that side.
+    #[arg(long, requires = "side", conflicts_with = "traj_id")]
+    pub sample_id: Option<String>,
+    /// previous_king or challenger.
+    #[arg(long)]
+    pub side: Option<String>,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: ShowFormat,
+}
+
+/// At most `n` characters of the command's first line.
+fn clip(text: &str, n: usize) -> String {
+    let line = text.lines().next().unwrap_or("");
+    let mut out: String = line.chars().take(n).collect();
+    if line.chars().count() > n || text.lines().nth(1).is_some() {
+        out.push('…');
+    }
+    out
+}
+
+fn observation(t: &TurnView) -> (String, Option<Color>) {
+    match (t.obs_failed, t.returncode) {
+        (None, _) => ("—".into(), None),
+        (Some(true), Some(rc)) => (format!("FAILED ({rc})"), Some(Color::Red)),
+        (Some(true), None) => ("FAILED".into(), Some(Color::Red)),
+        (Some(false), _) => ("ok".into(), None),
+    }
+}
+
+fn flags(t: &TurnView) -> String {
+    let mut f = Vec::new();
+    if t.is_repeat {
+        f.push("repeat");
+    }
+    if t.repeats_prev {
+        f.push("= prev");
+    }
+    if t.after_repeat_run {
+        f.push("after run");
+    }
+    if let Some(s) = &t.submit_signal {
+        f.push(match s.as_str() {
+            "command" => "submit (command)",
+            "observation" => "submit (observation)",
+            _ => "submit (exit)",
+        });
+    }
+    f.join(", ")
+}
+
+pub fn render(v: &TrajectoryView, colour: bool) -> String {
+    let paint = |cell: Cell, c: Option<Color>| match (colour, c) {
+        (true, Some(c)) => cell.fg(c),
+        _ => cell,
+    };
+    let mut head = Table::new();
+    head.add_row(vec!["traj_id", v.traj_id.as_str()]);
+    for (k, val) in &v.facts {
+        head.add_row(vec![k.as_str(), val.as_str()]);
+    }
+    let mut t = Table::new();
+    t.set_header(vec![
+        "t",
+        "N",
+        "kind",
+        "command",
+        "observation",
+        "flags",
+        "credit",
+        "blame",
+        "cited by (yes)",
+        "blamed by (no)",
+        "trains in",
+    ]);
+    for turn in &v.turns {
+        let (obs, obs_colour) = observation(turn);
+        let earned = turn.credit.is_some_and(|c| c > 0.0);
+        let num = |x: Option<f64>| x.map_or("—".into(), |x| format!("{x:.2}"));
+        t.add_row(vec![
+            Cell::new(turn.t),
+            Cell::new(turn.candidate_n.map_or("".into(), |n| n.to_string())),
+            Cell::new(&turn.cmd_kind),
+            Cell::new(
+                turn.command
+                    .as_deref()
+                    .map_or("(no bash block)".into(), |c| clip(c, 48)),
+            ),
+            paint(Cell::new(obs), obs_colour),
+            Cell::new(flags(turn)),
+            paint(Cell::new(num(turn.credit)), earned.then_some(Color::Green)),
+            paint(
+                Cell::new(num(turn.blame)),
+                turn.blame.is_some_and(|b| b > 0.0).then_some(Color::Yellow),
+            ),
+            Cell::new(turn.cited_by.join(" ")),
+            Cell::new(turn.blamed_by.join(" ")),
+            paint(
+                Cell::new(turn.trained_in.join("\n")),
+                (!turn.trained_in.is_empty()).then_some(Color::Cyan),
+            ),
+        ]);
+    }
+    if !colour {
+        t.force_no_tty();
+        head.force_no_tty();
+    }
+    format!("{head}\n{t}")
+}
+
+pub async fn run(lake: &str, args: ShowArgs) -> anyhow::Result<ExitCode> {
+    let which = match (&args.traj_id, &args.sample_id, &args.side) {
+        (Some(id), _, _) => Which::TrajId(id.clone()),
+        (None, Some(sample_id), Some(side)) => Which::Side {
+            sample_id: sample_id.clone(),
+            side: side.clone(),
+        },
+        _ => anyhow::bail!("give a traj_id, or --sample-id with --side"),
+    };
+    let lake = Lake::open(lake)?;
+    let view = show(&lake, &which).await?;
+    match args.format {
+        ShowFormat::Json => println!("{}", serde_json::to_string_pretty(&view)?),
+        ShowFormat::Table => println!("{}", render(&view, std::io::stdout().is_terminal())),
+    }
+    Ok(ExitCode::SUCCESS)
+}

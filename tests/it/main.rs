@@ -1,0 +1,13 @@
+//! The integration tests, as modules of one test binary so the whole stack
+//! (DataFusion, delta-rs) is linked once. Each module drives the real
+//! `turnlake` binary on fixtures, the real samples or a synthetic corpus.
+
+mod common;
+mod credit;
+mod demo;
+mod ingest;
+mod real_samples;
+mod select;
+mod synth;
+mod udf_parity;
+mod validate;
