@@ -14,13 +14,13 @@ pub enum EngineError {
     Register {
         table: String,
         #[source]
-        source: datafusion::error::DataFusionError,
+        source: Box<datafusion::error::DataFusionError>,
     },
     #[error("{context}")]
     Query {
         context: String,
         #[source]
-        source: datafusion::error::DataFusionError,
+        source: Box<datafusion::error::DataFusionError>,
     },
 }
 
@@ -38,7 +38,7 @@ pub async fn session(lake: &Lake) -> Result<SessionContext, EngineError> {
 pub async fn register(ctx: &SessionContext, lake: &Lake, name: &str) -> Result<(), EngineError> {
     let err = |source| EngineError::Register {
         table: name.to_string(),
-        source,
+        source: Box::new(source),
     };
     let Some(table) = lake.table(name).await? else {
         return Ok(());
@@ -60,7 +60,7 @@ pub async fn run_sql(
 ) -> Result<Vec<RecordBatch>, EngineError> {
     let err = |source| EngineError::Query {
         context: context.to_string(),
-        source,
+        source: Box::new(source),
     };
     ctx.sql(sql)
         .await

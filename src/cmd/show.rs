@@ -77,11 +77,13 @@ pub fn render(v: &TrajectoryView, colour: bool) -> String {
         _ => cell,
     };
     let mut head = Table::new();
+    head.load_preset(comfy_table::presets::ASCII_BORDERS_ONLY_CONDENSED);
     head.add_row(vec!["traj_id", v.traj_id.as_str()]);
     for (k, val) in &v.facts {
         head.add_row(vec![k.as_str(), val.as_str()]);
     }
     let mut t = Table::new();
+    t.load_preset(comfy_table::presets::ASCII_FULL_CONDENSED);
     t.set_header(vec![
         "t",
         "N",

@@ -81,7 +81,10 @@ pub fn read_truth(path: &std::path::Path) -> anyhow::Result<serde_json::Value> {
 }
 
 /// The report's sections as (title, header, rows) in display form.
-fn sections(r: &Report) -> Vec<(String, Vec<&'static str>, Vec<Vec<String>>)> {
+/// A report section: its title, header and rows in display form.
+type Section = (String, Vec<&'static str>, Vec<Vec<String>>);
+
+fn sections(r: &Report) -> Vec<Section> {
     let f2 = |x: f64| format!("{x:.3}");
     let f1 = |x: f64| format!("{x:.1}");
     let e = &r.exposure;

@@ -202,7 +202,11 @@ impl Lake {
     }
 
     /// Delete the rows matching a SQL `predicate`, as one new version.
-    pub async fn delete_where(&self, name: &str, predicate: &str) -> LakeResult<()> {
+    pub async fn delete_where(
+        &self,
+        name: &str,
+        predicate: datafusion::prelude::Expr,
+    ) -> LakeResult<()> {
         let delta = |source| LakeError::Delta {
             table: name.to_string(),
             source,
@@ -210,7 +214,7 @@ impl Lake {
         if let Some(table) = self.table(name).await? {
             table
                 .delete()
-                .with_predicate(predicate.to_string())
+                .with_predicate(predicate)
                 .await
                 .map_err(delta)?;
         }

@@ -223,16 +223,18 @@ impl Buffer {
 
 /// Drop every row of an eval run, before its changed content is written.
 async fn delete_run(lake: &Lake, eval_run_id: &str) -> Result<(), LakeError> {
-    let id = eval_run_id.replace('\'', "''");
+    use datafusion::functions::expr_fn::starts_with;
+    use datafusion::prelude::{col, lit};
     for table in ["evals", "trajectories", "questions", "judgments"] {
-        lake.delete_where(table, &format!("eval_run_id = '{id}'"))
+        lake.delete_where(table, col("eval_run_id").eq(lit(eval_run_id)))
             .await?;
     }
-    let prefix = albedo::traj_id(&id, "", "")
-        .trim_end_matches('/')
-        .to_string();
+    let prefix = format!(
+        "{}/",
+        albedo::traj_id(eval_run_id, "", "").trim_end_matches('/')
+    );
     for table in ["messages", "turns"] {
-        lake.delete_where(table, &format!("starts_with(traj_id, '{prefix}/')"))
+        lake.delete_where(table, starts_with(col("traj_id"), lit(prefix.as_str())))
             .await?;
     }
     Ok(())

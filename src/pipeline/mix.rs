@@ -239,6 +239,12 @@ pub async fn build(lake: &Lake, config: &MixConfig) -> Result<MixReport, SelectE
             "take",
             Arc::new(Int64Array::from_iter_values(quota.values().copied())) as ArrayRef,
         ),
+        (
+            "seed",
+            Arc::new(Int64Array::from_iter_values(
+                quota.keys().map(|_| config.seed),
+            )) as ArrayRef,
+        ),
     ])
     .map_err(|e| SelectError::Config(e.into()))?;
     ctx.register_table(
@@ -249,9 +255,8 @@ pub async fn build(lake: &Lake, config: &MixConfig) -> Result<MixReport, SelectE
     )
     .map_err(SelectError::Config)?;
     let sql = format!(
-        "SELECT p.* FROM (SELECT *, row_number() OVER (PARTITION BY mix ORDER BY md5('{seed}' || row_id), row_id) AS rk \
-         FROM ({union})) p JOIN mix_quota q ON q.mix = p.mix WHERE p.rk <= q.take ORDER BY p.row_id",
-        seed = config.seed,
+        "SELECT p.* FROM (SELECT u.*, row_number() OVER (PARTITION BY u.mix ORDER BY md5(CAST(q.seed AS VARCHAR) || u.row_id), u.row_id) AS rk \
+         FROM ({union}) u JOIN mix_quota q ON q.mix = u.mix) p JOIN mix_quota q ON q.mix = p.mix WHERE p.rk <= q.take ORDER BY p.row_id",
         union = parts.join(" UNION ALL ")
     );
     let rows = engine::run_sql(&ctx, &sql, "composing sft_mix").await?;

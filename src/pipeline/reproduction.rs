@@ -164,6 +164,7 @@ impl Reproduction {
     pub fn render_table<W: Write>(&self, mut w: W) -> std::io::Result<()> {
         let (header, rows) = self.rows();
         let mut t = Table::new();
+        t.load_preset(comfy_table::presets::ASCII_FULL_CONDENSED);
         t.set_header(header);
         for r in rows {
             t.add_row(r);
@@ -198,7 +199,7 @@ fn group_thousands(n: i64) -> String {
     let digits = n.unsigned_abs().to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);

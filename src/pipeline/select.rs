@@ -167,7 +167,7 @@ async fn product_rows(ctx: &SessionContext, mix: &str) -> Result<Vec<RecordBatch
     use datafusion::prelude::{col, lit};
     let err = |source| EngineError::Query {
         context: format!("{SQL_FILE}, products of {mix}"),
-        source,
+        source: Box::new(source),
     };
     let df = ctx
         .table("products")

@@ -302,8 +302,8 @@ pub fn write_run(
             let yes_uncited =
                 m.yes_uncited_min + rng.f64() * (m.yes_uncited_max - m.yes_uncited_min);
             if *looped {
-                for q in 0..n_q {
-                    text[q] = "Trajectory is looped: the same command repeats across the scored outputs, so every check fails.".into();
+                for t in text.iter_mut() {
+                    *t = "Trajectory is looped: the same command repeats across the scored outputs, so every check fails.".into();
                 }
             } else {
                 for (g, q) in groups.iter().zip(&order) {

@@ -62,8 +62,7 @@ fn render(
     n_turns: (u32, u32),
     instance: String,
     malformed: bool,
-    format: ObsFormat,
-    submit: SubmitStyle,
+    (format, submit): (ObsFormat, SubmitStyle),
 ) -> Rendered {
     let m = &p.model;
     let repo = Repo::new(rng);
@@ -196,8 +195,7 @@ pub fn write_mini_coder(
                     (m.mini_turns_min, m.mini_turns_max),
                     inst,
                     true,
-                    ObsFormat::Returncode,
-                    SubmitStyle::Echo,
+                    (ObsFormat::Returncode, SubmitStyle::Echo),
                 );
                 ids.append_value(&r.instance_id);
                 for (role, content) in &r.messages {
@@ -254,8 +252,7 @@ pub fn sample_texts(rng: &Rng, p: &Params, k: &KindTable, n: u64) -> Vec<String>
                 (m.mini_turns_min, m.mini_turns_max),
                 String::new(),
                 true,
-                ObsFormat::Returncode,
-                SubmitStyle::Echo,
+                (ObsFormat::Returncode, SubmitStyle::Echo),
             );
             r.messages.into_iter().map(|(_, c)| c)
         })
@@ -279,7 +276,7 @@ pub fn write_mswea(
         // v2 actions are tool calls, which cannot be malformed the way text is.
         // Every fourth v1 run records SWE-agent observations; v1 runs may
         // submit through a script, v2 runs may show only their exit record.
-        let (format, submit) = match i % 4 {
+        let style = match i % 4 {
             0 => (ObsFormat::SweAgent, SubmitStyle::Echo),
             1 => (ObsFormat::Returncode, SubmitStyle::Echo),
             2 => (ObsFormat::Returncode, SubmitStyle::Script),
@@ -292,8 +289,7 @@ pub fn write_mswea(
             (m.mswea_turns_min, m.mswea_turns_max),
             inst,
             i % 2 == 0,
-            format,
-            submit,
+            style,
         );
         let submitted = r
             .plan
@@ -322,7 +318,7 @@ pub fn write_mswea(
         std::fs::write(dir.join(format!("{}.traj.json", r.instance_id)), &bytes)?;
         counts.mswea_trajectories += 1;
         counts.mswea_turns += r.plan.len() as u64;
-        counts.mswea_messages += r.messages.len() as u64 + (i % 2) as u64;
+        counts.mswea_messages += r.messages.len() as u64 + i % 2;
         counts.bytes += bytes.len() as u64;
     }
     Ok(())

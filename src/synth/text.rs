@@ -272,10 +272,12 @@ pub fn observation(rng: &mut Rng, turn: &PlannedTurn, cmd: &str, format: ObsForm
         }
         // An editor read shows the file with no exit code; error-like text in
         // the file is content, not a failure.
-        ObsFormat::OpenHands if turn.kind == CmdKind::CatN && !turn.failed && turn.t % 2 == 0 => {
+        ObsFormat::OpenHands
+            if turn.kind == CmdKind::CatN && !turn.failed && turn.t.is_multiple_of(2) =>
+        {
             format!(
                 "Here's the result of running `cat -n` on {}:\n     1\t{text}\n     2\t    raise FileNotFoundError('No such file or directory')",
-                cmd.split_whitespace().last().unwrap_or("")
+                cmd.split_whitespace().next_back().unwrap_or("")
             )
         }
         ObsFormat::OpenHands => {

@@ -11,6 +11,9 @@ use super::{Encoded, TextEncoder};
 /// Qwen2/Qwen3's pre-tokenization pattern.
 pub const QWEN_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 
+/// A token id and its byte range.
+type TokenSpan = (u32, (usize, usize));
+
 #[derive(Debug)]
 pub struct TiktokenEncoder {
     ranks: HashMap<Vec<u8>, u32>,
@@ -86,7 +89,7 @@ impl TiktokenEncoder {
     }
 
     /// Byte-pair merge of one pre-token, each id with its byte range in `piece`.
-    fn merge_spans(&self, piece: &[u8]) -> Result<Vec<(u32, (usize, usize))>, String> {
+    fn merge_spans(&self, piece: &[u8]) -> Result<Vec<TokenSpan>, String> {
         if let Some(r) = self.ranks.get(piece) {
             return Ok(vec![(*r, (0, piece.len()))]);
         }

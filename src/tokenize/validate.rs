@@ -465,7 +465,14 @@ mod tests {
         template.message_end = format!("{tail}<|im_end|>\n");
         let content = format!("THOUGHT: list\n\n```bash\nls\n```\n{head}");
         let r = row(&[("user", "task", false), ("assistant", &content, true)]);
-        let whole = validate(&enc, &template, &[r.clone()], 32768, Mode::Whole, &|| {});
+        let whole = validate(
+            &enc,
+            &template,
+            std::slice::from_ref(&r),
+            32768,
+            Mode::Whole,
+            &|| {},
+        );
         assert_eq!(whole.boundary_merges, 1, "{:?}", whole.failures);
         let f = &whole.failures[0];
         assert_eq!((f.row_id.as_str(), f.message, f.t), ("r1", 1, Some(1)));

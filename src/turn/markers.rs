@@ -206,7 +206,14 @@ mod tests {
     fn signal_table() {
         use SubmitSignal::*;
         let m = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT";
-        let cases: &[(Option<&str>, Option<&str>, Option<&str>, Option<&str>, Option<SubmitSignal>)] = &[
+        type Case<'a> = (
+            Option<&'a str>,
+            Option<&'a str>,
+            Option<&'a str>,
+            Option<&'a str>,
+            Option<SubmitSignal>,
+        );
+        let cases: &[Case] = &[
             (Some("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git diff"), None, None, None, Some(Command)),
             (Some("./finish.sh"), Some("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\ndiff --git a/x b/x"), None, None, Some(Observation)),
             (Some("./finish.sh"), Some("<returncode>0</returncode>\n<output>\nok\n</output>"), None, None, None),

@@ -300,15 +300,10 @@ fn synthetic_products_reconcile_and_match_their_shares() {
         .filter(|l| l.contains("trained") || l.contains("demoted:"))
     {
         let n: i64 = line
-            .split('|')
+            .split(['|', '│'])
             .filter_map(|c| c.trim().parse().ok())
-            .last()
-            .unwrap_or_else(|| {
-                line.split('│')
-                    .filter_map(|c| c.trim().parse().ok())
-                    .last()
-                    .unwrap()
-            });
+            .next_back()
+            .unwrap_or_else(|| panic!("no count in {line}"));
         if line.contains("trained") {
             c_trained += n
         } else {
@@ -370,4 +365,71 @@ fn synthetic_products_reconcile_and_match_their_shares() {
             "{r:?} of {total}"
         );
     }
+}
+
+#[test]
+fn show_lays_out_a_side_turn_by_turn_with_credit_and_products() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lake = tmp.path().join("lake");
+    build_lake(&lake);
+    ok(run(&lake, &["mix"]));
+    let o = ok(run(
+        &lake,
+        &[
+            "show",
+            "--sample-id",
+            "sel/s3:3:2",
+            "--side",
+            "previous_king",
+            "--format",
+            "json",
+        ],
+    ));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let traj_id = v["traj_id"].as_str().unwrap().to_string();
+    assert!(traj_id.ends_with("sel/s3:3:2/previous_king"), "{traj_id}");
+    let turns = v["turns"].as_array().unwrap();
+    let n_turns = scalar(
+        &lake,
+        &format!("SELECT count(*) FROM turns WHERE traj_id = '{traj_id}'"),
+    );
+    assert_eq!(turns.len().to_string(), n_turns);
+    // Turn 3 escapes a failed observation: credited, cited, trained by escape_duel and the mix.
+    let t3 = turns.iter().find(|t| t["t"] == 3).unwrap();
+    assert!(t3["credit"].as_f64().unwrap() > 0.0, "{t3}");
+    assert!(!t3["cited_by"].as_array().unwrap().is_empty(), "{t3}");
+    let trained: Vec<&str> = t3["trained_in"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap())
+        .collect();
+    assert!(
+        trained
+            .iter()
+            .any(|r| r.starts_with("escape_duel: escape_duel/")),
+        "{trained:?}"
+    );
+    assert!(
+        trained.iter().any(|r| r.starts_with("sft_mix: ")),
+        "{trained:?}"
+    );
+    let t2 = turns.iter().find(|t| t["t"] == 2).unwrap();
+    assert_eq!(t2["obs_failed"], true, "{t2}");
+    // The same by traj_id, as a table: plain text when piped.
+    let o = ok(run(&lake, &["show", &traj_id]));
+    let out = stdout(&o);
+    assert!(!out.contains('\u{1b}'), "no colour codes when piped");
+    assert!(
+        out.contains("FAILED") && out.contains("escape_duel: escape_duel/"),
+        "{out}"
+    );
+    // An unknown id is a clear error.
+    let o = run(&lake, &["show", "albedo/no/such"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("no trajectory albedo/no/such"),
+        "{}",
+        stderr(&o)
+    );
 }
