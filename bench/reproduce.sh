@@ -4,14 +4,17 @@
 # reproduction table (the lake's figure beside the reference's, and the
 # corpus's planted truth) into WORKDIR/reproduction.md.
 # Usage: bench/reproduce.sh [EVAL_RUNS] [SAMPLES_PER_RUN] [MINI_CODER] [WORKDIR]
-# The reference scale is 200 100 396382. PROFILE=debug reuses the test build.
+# The reference scale is 200 100 396382. PROFILE=debug reuses the test build;
+# BIN=path runs that binary instead of building one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-20}; SAMPLES=${2:-100}; MINI=${3:-20000}; WORK=${4:-$(mktemp -d)}
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/turnlake-target}"
 PROFILE=${PROFILE:-release}
-if [ "$PROFILE" = release ]; then cargo build --release --quiet; else cargo build --quiet; fi
-BIN="$CARGO_TARGET_DIR/$PROFILE/turnlake"
+if [ -z "${BIN:-}" ]; then
+  if [ "$PROFILE" = release ]; then cargo build --release --quiet; else cargo build --quiet; fi
+  BIN="$CARGO_TARGET_DIR/$PROFILE/turnlake"
+fi
 mkdir -p "$WORK"; rm -rf "$WORK/corpus" "$WORK/lake"
 LAKE="$WORK/lake"
 phase() {

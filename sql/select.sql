@@ -5,7 +5,7 @@
 
 -- Albedo sides and the credit gates (the loop rule: the judge's verdict or the metrics).
 CREATE VIEW side_gates AS
-SELECT s.traj_id, s.sample_id, s.score,
+SELECT s.traj_id, s.eval_run_id, s.sample_id, s.score,
        NOT (coalesce(j.judge_looped, false)
             OR s.dup_cmd_ratio >= p.loop_dup_ratio OR s.max_cmd_run >= p.loop_max_run)
        AND coalesce(s.score, 0.0) >= p.min_score
@@ -16,13 +16,13 @@ CROSS JOIN select_params p
 LEFT JOIN (SELECT traj_id, bool_or(looped) AS judge_looped FROM judgments GROUP BY traj_id) j ON j.traj_id = s.traj_id
 WHERE s.source = 'albedo' AND s.judged;
 
--- credit: one passing side per sample_id (highest score, then traj_id); its credited,
--- non-repeated turns train.
+-- credit: one passing side per sample (eval run and sample_id; highest score, then
+-- traj_id); its credited, non-repeated turns train.
 CREATE VIEW cand_credit AS
 SELECT 'credit' AS mix, 'credit/' || g.traj_id AS row_id, g.traj_id, 'albedo' AS source, g.sample_id,
        CAST(NULL AS VARCHAR) AS instance_id, CAST(NULL AS INT) AS upto_msg, g.score,
        true AS passed_credit_gates, CAST(NULL AS INT) AS prior_failures, c.t
-FROM (SELECT *, row_number() OVER (PARTITION BY sample_id ORDER BY score DESC, traj_id) AS rk
+FROM (SELECT *, row_number() OVER (PARTITION BY eval_run_id, sample_id ORDER BY score DESC, traj_id) AS rk
       FROM side_gates WHERE passed) g
 JOIN turn_credit c ON c.traj_id = g.traj_id AND c.credit > 0
 JOIN turns u ON u.traj_id = c.traj_id AND u.t = c.t AND NOT u.is_repeat
@@ -161,6 +161,7 @@ SELECT
      WHERE p.mix = 'escape_mini') AS escape_mini_past_16,
   (SELECT count(*) FROM gated g JOIN turns u ON u.traj_id = g.traj_id AND u.t = g.t
      WHERE g.mix = 'finish_mini' AND g.demoted IS NULL AND u.is_submit) AS finish_submit_candidates,
+  (SELECT count(*) FROM cand_finish_mini) AS finish_candidates_before_gate,
   (SELECT count(*) FROM products p JOIN gated g ON g.row_id = p.row_id AND g.demoted IS NULL
      JOIN turns u ON u.traj_id = g.traj_id AND u.t = g.t WHERE p.mix = 'finish_mini' AND u.is_submit) AS finish_submit_rows,
   (SELECT count(*) FROM turn_credit c JOIN turns u ON u.traj_id = c.traj_id AND u.t = c.t

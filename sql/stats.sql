@@ -56,7 +56,12 @@ WHERE traj_id IN (SELECT traj_id FROM turn_credit);
 CREATE VIEW stats_corpus AS
 SELECT (SELECT count(*) FROM (SELECT DISTINCT eval_run_id, sample_id FROM trajectories WHERE source = 'albedo' AND judged)) AS samples,
        (SELECT count(*) FROM trajectories WHERE source = 'albedo' AND judged) AS sides,
-       (SELECT count(*) FROM turns WHERE source = 'albedo') AS albedo_turns;
+       (SELECT count(*) FROM turns u JOIN trajectories s ON s.traj_id = u.traj_id
+        WHERE s.source = 'albedo' AND s.judged) AS albedo_turns,
+       (SELECT count(*) FROM trajectories WHERE source = 'mini_coder') AS mini_coder_trajectories,
+       (SELECT avg(CAST(n_turns AS DOUBLE)) FROM trajectories WHERE source = 'mini_coder') AS mini_coder_mean_turns,
+       (SELECT avg(CASE WHEN u.is_submit THEN 1.0 ELSE 0.0 END) FROM turns u
+        WHERE u.source = 'mini_coder' AND u.is_last) AS mini_coder_submit_share;
 
 -- What `other` holds, by the program that decided it, per source: where the
 -- command-kind taxonomy could grow.

@@ -17,6 +17,10 @@ pub struct Cli {
     /// Lake root: a folder or a file:// URL (all table I/O goes through object_store; s3:// is not built in yet).
     #[arg(long, global = true, env = "TURNLAKE_LAKE", default_value = "./lake")]
     pub lake: String,
+    /// Read the lake as of a snapshot NAME, a lake commit VERSION or an RFC 3339
+    /// TIMESTAMP (the last commit at or before it). Reading commands only.
+    #[arg(long, global = true, value_name = "NAME|VERSION|TIMESTAMP")]
+    pub as_of: Option<String>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -104,6 +108,23 @@ impl From<FormatArg> for Format {
     }
 }
 
+/// Where the lake is and which commit of it to read.
+#[derive(Debug, Clone)]
+pub struct LakeArg {
+    pub root: String,
+    pub as_of: Option<String>,
+}
+
+impl LakeArg {
+    /// The lake, pinned to `--as-of` when given.
+    pub async fn open(&self) -> anyhow::Result<crate::lake::Lake> {
+        Ok(match &self.as_of {
+            Some(at) => crate::lake::Lake::open_as_of(&self.root, at).await?,
+            None => crate::lake::Lake::open(&self.root)?,
+        })
+    }
+}
+
 /// Parse the process arguments and run the command.
 pub fn run() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
@@ -114,18 +135,22 @@ pub fn run() -> anyhow::Result<ExitCode> {
 }
 
 async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    let lake = LakeArg {
+        root: cli.lake.clone(),
+        as_of: cli.as_of.clone(),
+    };
     match cli.command {
-        Command::Ingest { source } => cmd::ingest::run(&cli.lake, source).await,
-        Command::Sql(args) => cmd::sql::run(&cli.lake, args).await,
-        Command::Tables => cmd::tables::run(&cli.lake).await,
+        Command::Ingest { source } => cmd::ingest::run(&lake, source).await,
+        Command::Sql(args) => cmd::sql::run(&lake, args).await,
+        Command::Tables => cmd::tables::run(&lake).await,
         Command::Synth(args) => cmd::synth::run(args),
-        Command::Credit(args) => cmd::credit::run(&cli.lake, args).await,
-        Command::Stats(args) => cmd::stats::run(&cli.lake, args).await,
-        Command::Select(args) => cmd::select::run(&cli.lake, args).await,
-        Command::Mix(args) => cmd::mix::run(&cli.lake, args).await,
-        Command::Export { what } => cmd::export::run(&cli.lake, what).await,
-        Command::Show(args) => cmd::show::run(&cli.lake, args).await,
-        Command::Validate(args) => cmd::validate::run(&cli.lake, args).await,
+        Command::Credit(args) => cmd::credit::run(&lake, args).await,
+        Command::Stats(args) => cmd::stats::run(&lake, args).await,
+        Command::Select(args) => cmd::select::run(&lake, args).await,
+        Command::Mix(args) => cmd::mix::run(&lake, args).await,
+        Command::Export { what } => cmd::export::run(&lake, what).await,
+        Command::Show(args) => cmd::show::run(&lake, args).await,
+        Command::Validate(args) => cmd::validate::run(&lake, args).await,
         Command::Tokenizer { what } => cmd::tokenizer::run(what),
         Command::Demo(args) => cmd::demo::run(args).await,
     }

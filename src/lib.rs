@@ -8,6 +8,7 @@ pub mod cmd;
 pub mod columns;
 pub mod engine;
 pub mod export;
+pub mod failpoint;
 pub mod lake;
 pub mod output;
 pub mod pipeline;

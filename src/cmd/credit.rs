@@ -5,7 +5,7 @@ use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::lake::Lake;
+use crate::cli::LakeArg;
 use crate::pipeline::credit::{build, CreditConfig};
 
 #[derive(Debug, Args)]
@@ -19,9 +19,9 @@ pub fn load_config(path: Option<&PathBuf>) -> anyhow::Result<CreditConfig> {
     super::load_config(path, CreditConfig::default_config, CreditConfig::from_toml)
 }
 
-pub async fn run(lake: &str, args: CreditArgs) -> anyhow::Result<ExitCode> {
+pub async fn run(lake: &LakeArg, args: CreditArgs) -> anyhow::Result<ExitCode> {
     let config = load_config(args.config.as_ref())?;
-    let lake = Lake::open(lake)?;
+    let lake = lake.open().await?;
     let s = build(&lake, &config).await.context("credit failed")?;
     println!(
         "credit: {} citations ({} invalid, kept in credit_citations with their reason), {} scored turns, {} sides",

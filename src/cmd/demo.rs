@@ -100,7 +100,11 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     }
 
     println!("\n== tables");
-    super::tables::run(lake.root().as_str()).await?;
+    super::tables::run(&crate::cli::LakeArg {
+        root: lake.root().to_string(),
+        as_of: None,
+    })
+    .await?;
 
     let ctx = engine::session(&lake).await?;
     println!("\n== sql: turns by command kind");

@@ -5,8 +5,8 @@ use clap::{Args, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::cli::LakeArg;
 use crate::export::sft::{self, SftFormat};
-use crate::lake::Lake;
 
 #[derive(Debug, Subcommand)]
 pub enum ExportCommand {
@@ -31,9 +31,9 @@ pub struct SftArgs {
     pub table: String,
 }
 
-pub async fn run(lake: &str, cmd: ExportCommand) -> anyhow::Result<ExitCode> {
+pub async fn run(lake: &LakeArg, cmd: ExportCommand) -> anyhow::Result<ExitCode> {
     let ExportCommand::Sft(args) = cmd;
-    let lake = Lake::open(lake)?;
+    let lake = lake.open().await?;
     let rows = sft::rows(&lake, &args.table)
         .await
         .context("export failed")?;

@@ -4,11 +4,11 @@ use anyhow::Context;
 use std::process::ExitCode;
 
 use crate::cli::IngestSource;
-use crate::lake::Lake;
+use crate::cli::LakeArg;
 use crate::pipeline::ingest::{ingest, IngestReport, InputKind};
 
-pub async fn run(lake: &str, source: IngestSource) -> anyhow::Result<ExitCode> {
-    let lake = Lake::open(lake)?;
+pub async fn run(lake: &LakeArg, source: IngestSource) -> anyhow::Result<ExitCode> {
+    let lake = lake.open().await?;
     let (kind, paths) = match source {
         IngestSource::Albedo { no_verify, paths } => {
             (InputKind::Albedo { verify: !no_verify }, paths)

@@ -6,7 +6,7 @@ use comfy_table::Table;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::lake::Lake;
+use crate::cli::LakeArg;
 use crate::pipeline::mix::{build, MixReport};
 
 #[derive(Debug, Args)]
@@ -14,6 +14,9 @@ pub struct MixArgs {
     /// The [mix] section of this select config is used (default: the embedded data/select.toml).
     #[arg(long)]
     pub config: Option<PathBuf>,
+    /// `json` prints the composition and the reproduction table as one JSON object.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: super::stats::ReportFormat,
 }
 
 pub fn print_report(r: &MixReport) {
@@ -69,10 +72,13 @@ pub fn print_report(r: &MixReport) {
     let _ = r.reproduction.render_table(std::io::stdout().lock());
 }
 
-pub async fn run(lake: &str, args: MixArgs) -> anyhow::Result<ExitCode> {
+pub async fn run(lake: &LakeArg, args: MixArgs) -> anyhow::Result<ExitCode> {
     let config = super::select::load_config(args.config.as_ref())?;
-    let lake = Lake::open(lake)?;
+    let lake = lake.open().await?;
     let r = build(&lake, &config.mix).await.context("mix failed")?;
-    print_report(&r);
+    match args.format {
+        super::stats::ReportFormat::Json => println!("{}", serde_json::to_string_pretty(&r)?),
+        _ => print_report(&r),
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -6,7 +6,7 @@ use comfy_table::Table;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::lake::Lake;
+use crate::cli::LakeArg;
 use crate::pipeline::select::{build, SelectConfig, SelectSummary};
 
 #[derive(Debug, Args)]
@@ -14,6 +14,43 @@ pub struct SelectArgs {
     /// Gates, finish_mini cap and mix shares (default: the embedded data/select.toml).
     #[arg(long)]
     pub config: Option<PathBuf>,
+    /// `json` prints the summary and the reproduction table as one JSON object.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: super::stats::ReportFormat,
+    /// A synthetic corpus's truth.json: its planted product sizes get a column of their own.
+    #[arg(long)]
+    pub truth: Option<PathBuf>,
+}
+
+/// Put a synthetic corpus's planted escape counts beside the lake's.
+pub fn plant_truth(s: &mut SelectSummary, truth: &serde_json::Value) {
+    let counts = &truth["counts"];
+    s.reproduction.plant(
+        "select.escape_duel.rows",
+        counts["escape_duel_rows"].as_f64(),
+    );
+    s.reproduction.plant(
+        "select.escape_mini.rows",
+        counts["escape_mini_rows"].as_f64(),
+    );
+    s.reproduction
+        .plant("corpus.sides", counts["sides"].as_f64());
+}
+
+/// The summary as JSON (the accounting as rows, since its keys are pairs).
+pub fn summary_json(s: &SelectSummary) -> serde_json::Value {
+    serde_json::json!({
+        "products": s.products.iter().map(|(mix, (mined, kept, train))| {
+            serde_json::json!({"mix": mix, "rows_mined": mined, "rows": kept, "train_turns": train,
+                               "rows_dropped": s.dropped_rows.get(mix).copied().unwrap_or(0)})
+        }).collect::<Vec<_>>(),
+        "accounting": s.accounting.iter().map(|((mix, outcome), n)| {
+            serde_json::json!({"mix": mix, "outcome": outcome, "turns": n})
+        }).collect::<Vec<_>>(),
+        "escape_duel_from_rejected": s.escape_duel_from_rejected,
+        "finish_instances": s.finish_instances,
+        "reproduction": s.reproduction,
+    })
 }
 
 pub fn load_config(path: Option<&PathBuf>) -> anyhow::Result<SelectConfig> {
@@ -53,10 +90,18 @@ pub fn print_summary(s: &SelectSummary) {
     let _ = s.reproduction.render_table(std::io::stdout().lock());
 }
 
-pub async fn run(lake: &str, args: SelectArgs) -> anyhow::Result<ExitCode> {
+pub async fn run(lake: &LakeArg, args: SelectArgs) -> anyhow::Result<ExitCode> {
     let config = load_config(args.config.as_ref())?;
-    let lake = Lake::open(lake)?;
-    let s = build(&lake, &config).await.context("select failed")?;
-    print_summary(&s);
+    let lake = lake.open().await?;
+    let mut s = build(&lake, &config).await.context("select failed")?;
+    if let Some(path) = &args.truth {
+        plant_truth(&mut s, &super::stats::read_truth(path)?);
+    }
+    match args.format {
+        super::stats::ReportFormat::Json => {
+            println!("{}", serde_json::to_string_pretty(&summary_json(&s))?)
+        }
+        _ => print_summary(&s),
+    }
     Ok(ExitCode::SUCCESS)
 }

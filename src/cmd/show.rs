@@ -7,7 +7,7 @@ use comfy_table::{Cell, Color, Table};
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
-use crate::lake::Lake;
+use crate::cli::LakeArg;
 use crate::pipeline::show::{show, TrajectoryView, TurnView, Which};
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -132,7 +132,7 @@ pub fn render(v: &TrajectoryView, colour: bool) -> String {
     format!("{head}\n{t}")
 }
 
-pub async fn run(lake: &str, args: ShowArgs) -> anyhow::Result<ExitCode> {
+pub async fn run(lake: &LakeArg, args: ShowArgs) -> anyhow::Result<ExitCode> {
     let which = match (&args.traj_id, &args.sample_id, &args.side) {
         (Some(id), _, _) => Which::TrajId(id.clone()),
         (None, Some(sample_id), Some(side)) => Which::Side {
@@ -141,7 +141,7 @@ pub async fn run(lake: &str, args: ShowArgs) -> anyhow::Result<ExitCode> {
         },
         _ => anyhow::bail!("give a traj_id, or --sample-id with --side"),
     };
-    let lake = Lake::open(lake)?;
+    let lake = lake.open().await?;
     let view = show(&lake, &which).await?;
     match args.format {
         ShowFormat::Json => println!("{}", serde_json::to_string_pretty(&view)?),

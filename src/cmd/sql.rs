@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::cli::FormatArg;
+use crate::cli::LakeArg;
 use crate::engine;
-use crate::lake::Lake;
 use crate::output::write_batches;
 use crate::pipeline::sqlstep::statements;
 
@@ -25,7 +25,7 @@ pub struct SqlArgs {
     pub out: Option<PathBuf>,
 }
 
-pub async fn run(lake: &str, args: SqlArgs) -> anyhow::Result<ExitCode> {
+pub async fn run(lake: &LakeArg, args: SqlArgs) -> anyhow::Result<ExitCode> {
     let (text, origin) = match (&args.query, &args.file) {
         (Some(q), None) => (q.clone(), "query".to_string()),
         (None, Some(f)) => (
@@ -37,7 +37,7 @@ pub async fn run(lake: &str, args: SqlArgs) -> anyhow::Result<ExitCode> {
     if args.format == FormatArg::Parquet && args.out.is_none() {
         bail!("--format parquet needs --out PATH");
     }
-    let lake = Lake::open(lake)?;
+    let lake = lake.open().await?;
     let ctx = engine::session(&lake).await?;
     let stmts = statements(&text);
     if stmts.is_empty() {

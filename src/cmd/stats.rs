@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::lake::Lake;
+use crate::cli::LakeArg;
 use crate::pipeline::stats::{report, Report};
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -71,6 +71,18 @@ pub fn plant_truth(r: &mut Report, truth: &serde_json::Value) {
     t.plant("corpus.samples", counts["samples"].as_f64());
     t.plant("corpus.sides", counts["sides"].as_f64());
     t.plant("corpus.albedo_turns", counts["albedo_turns"].as_f64());
+    t.plant(
+        "corpus.mini_coder.trajectories",
+        counts["mini_coder_trajectories"].as_f64(),
+    );
+    if let (Some(turns), Some(n)) = (
+        counts["mini_coder_turns"].as_f64(),
+        counts["mini_coder_trajectories"]
+            .as_f64()
+            .filter(|n| *n > 0.0),
+    ) {
+        t.plant("corpus.mini_coder.mean_turns", Some(turns / n));
+    }
 }
 
 /// Read a truth.json written by `turnlake synth`.
@@ -226,8 +238,8 @@ pub fn render<W: Write>(mut w: W, r: &Report, format: ReportFormat) -> std::io::
     }
 }
 
-pub async fn run(lake: &str, args: StatsArgs) -> anyhow::Result<ExitCode> {
-    let lake = Lake::open(lake)?;
+pub async fn run(lake: &LakeArg, args: StatsArgs) -> anyhow::Result<ExitCode> {
+    let lake = lake.open().await?;
     let mut r = report(&lake).await?;
     if let Some(path) = &args.truth {
         plant_truth(&mut r, &read_truth(path)?);

@@ -3,11 +3,11 @@
 use comfy_table::Table;
 use std::process::ExitCode;
 
+use crate::cli::LakeArg;
 use crate::engine;
-use crate::lake::Lake;
 
-pub async fn run(lake: &str) -> anyhow::Result<ExitCode> {
-    let lake = Lake::open(lake)?;
+pub async fn run(lake: &LakeArg) -> anyhow::Result<ExitCode> {
+    let lake = lake.open().await?;
     let ctx = engine::session(&lake).await?;
     let mut table = Table::new();
     table.set_header(vec!["table", "rows", "version", "partitioned by"]);

@@ -6,10 +6,10 @@ use comfy_table::Table;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::cli::LakeArg;
 use crate::engine;
 use crate::export::sft;
-use crate::lake::Lake;
-use crate::pipeline::reproduction::Reproduction;
+use crate::pipeline::reproduction::{Reproduction, Unit};
 use crate::tokenize::hf::HfEncoder;
 use crate::tokenize::template::ChatTemplate;
 use crate::tokenize::tiktoken::{TiktokenEncoder, QWEN_PATTERN};
@@ -46,6 +46,9 @@ pub struct ValidateArgs {
     pub limit: usize,
     #[arg(long, value_enum, default_value = "keep")]
     pub over_limit: OverLimit,
+    /// `json` prints the report and the reproduction table as one JSON object.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: super::stats::ReportFormat,
     /// `whole`: tokenize each rendered conversation as one string, as
     /// chat-template trainers do; `segments`: each message's content on its own.
     #[arg(long, value_enum, default_value = "whole")]
@@ -84,6 +87,12 @@ pub fn reproduction(r: &ValidationReport) -> Reproduction {
         credit.map(|l| l.trainable_tokens as f64),
     );
     t.add("validate.credit.mean_tokens", credit.map(|l| l.mean));
+    t.add_own(
+        "validate.credit.median_tokens",
+        "credit set median sequence length (tokens)",
+        Unit::Count,
+        credit.map(|l| l.median as f64),
+    );
     t.add(
         "validate.credit.over_limit",
         credit.map(|l| 100.0 * l.over_limit as f64 / l.rows.max(1) as f64),
@@ -158,7 +167,7 @@ pub fn print_report(r: &ValidationReport) {
     }
 }
 
-pub async fn run(lake: &str, args: ValidateArgs) -> anyhow::Result<ExitCode> {
+pub async fn run(lake: &LakeArg, args: ValidateArgs) -> anyhow::Result<ExitCode> {
     let enc = encoder(
         args.tokenizer.as_ref(),
         args.tiktoken.as_ref(),
@@ -171,7 +180,17 @@ pub async fn run(lake: &str, args: ValidateArgs) -> anyhow::Result<ExitCode> {
         )
         .map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?,
     };
-    let lake = Lake::open(lake)?;
+    let lake = lake.open().await?;
+    // What is validated is what the lake holds now: take the writer lock first
+    // (unless reading --as-of an earlier commit, which writes nothing).
+    let writer = if lake.is_pinned() {
+        None
+    } else {
+        Some(
+            lake.begin("validate", serde_json::json!({"table": args.table}))
+                .await?,
+        )
+    };
     let rows = sft::rows(&lake, &args.table)
         .await
         .context("reading the rows to validate")?;
@@ -187,7 +206,16 @@ pub async fn run(lake: &str, args: ValidateArgs) -> anyhow::Result<ExitCode> {
     );
     let secs = started.elapsed().as_secs_f64();
     bar.finish_and_clear();
-    print_report(&report);
+    match args.format {
+        super::stats::ReportFormat::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "report": report,
+                "reproduction": reproduction(&report),
+            }))?
+        ),
+        _ => print_report(&report),
+    }
     eprintln!(
         "tokenized {} tokens in {secs:.2} s ({:.0} tokens/s)",
         report.total_tokens,
@@ -200,6 +228,10 @@ pub async fn run(lake: &str, args: ValidateArgs) -> anyhow::Result<ExitCode> {
             report.train_turns
         );
     }
+    let Some(mut writer) = writer else {
+        println!("read --as-of an earlier lake commit: sft_validated is not written");
+        return Ok(ExitCode::SUCCESS);
+    };
     // sft_validated: the rows that passed, less those over the limit when dropping.
     let dropped: Vec<String> = if args.over_limit == OverLimit::Drop {
         report.over_limit_rows.clone()
@@ -219,7 +251,10 @@ pub async fn run(lake: &str, args: ValidateArgs) -> anyhow::Result<ExitCode> {
             .context("validate: keeping rows")?
     };
     let provenance = serde_json::json!({"step": "validate", "input": args.table, "limit": args.limit, "mode": args.mode, "over_limit": format!("{:?}", args.over_limit), "dropped": dropped.len()});
-    lake.overwrite("sft_validated", kept, provenance).await?;
+    lake.overwrite("sft_validated", kept, provenance.clone())
+        .await?;
+    writer.set_params(provenance);
+    writer.finish().await?;
     println!(
         "{} row(s) over {} tokens {}; sft_validated written",
         report.over_limit_rows.len(),

@@ -1,10 +1,22 @@
 //! Where tables live and how they are written: one Delta table per name
 //! under a root URL (a local folder or an object-store URL). Every write is an
 //! atomic, numbered Delta version; all table I/O goes through object_store.
+//!
+//! A command that writes takes the lake's writer lock (`Lake::begin`), and
+//! its table versions become visible together in one lake commit
+//! (`Writer::commit`). Readers see every table at the versions of one lake
+//! commit: the latest, or the one `--as-of` names.
 
+mod lock;
+pub mod log;
 mod schema;
+pub mod snapshot;
 
+pub use log::{InputFile, LakeCommit, LakeLog};
 pub use schema::{table_schema, TableSchema};
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
 use arrow::array::Array;
 use arrow::record_batch::RecordBatch;
@@ -36,6 +48,18 @@ pub enum LakeError {
         #[source]
         source: object_store::Error,
     },
+    #[error("lake log at {root}: {reason}")]
+    Log { root: String, reason: String },
+    #[error(
+        "lake {root}: another writer committed lake version {version} first; run the command again"
+    )]
+    Conflict { root: String, version: u64 },
+    #[error("lake {root} is being written by {holder}; try again when it is done")]
+    Busy { root: String, holder: String },
+    #[error("lake {root}: {reason}")]
+    AsOf { root: String, reason: String },
+    #[error("the lake is opened --as-of an earlier commit: it can be read, not written")]
+    ReadOnly,
 }
 
 pub type LakeResult<T> = Result<T, LakeError>;
@@ -78,10 +102,22 @@ pub struct TableInfo {
     pub partition_by: Vec<String>,
 }
 
+/// Which version of every table a reader sees: one lake commit's.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct View {
+    /// The lake commit, or `None` for a lake written before the lake log.
+    pub commit: Option<LakeCommit>,
+    pub tables: BTreeMap<String, u64>,
+}
+
 /// A lake root: `./lake`, `/abs/path`, `file:///…` or `s3://bucket/prefix`.
 #[derive(Debug, Clone)]
 pub struct Lake {
     root: Url,
+    /// The view readers use, resolved once (and moved on by this process's commits).
+    view: Arc<Mutex<Option<View>>>,
+    /// Set by `--as-of`: the lake is read at that commit and cannot be written.
+    pinned: bool,
 }
 
 impl Lake {
@@ -104,7 +140,211 @@ impl Lake {
         if !url.path().ends_with('/') {
             url.set_path(&format!("{}/", url.path()));
         }
-        Ok(Lake { root: url })
+        Ok(Lake {
+            root: url,
+            view: Arc::new(Mutex::new(None)),
+            pinned: false,
+        })
+    }
+
+    /// The lake as of a snapshot name, a lake commit version or an RFC 3339
+    /// timestamp (the last commit at or before it): readable, not writable.
+    pub async fn open_as_of(root: &str, as_of: &str) -> LakeResult<Lake> {
+        let mut lake = Lake::open(root)?;
+        let log = lake.log()?;
+        let err = |reason: String| LakeError::AsOf {
+            root: root.to_string(),
+            reason,
+        };
+        let versions = log.versions().await?;
+        let version = if let Ok(v) = as_of.parse::<u64>() {
+            if !versions.contains(&v) {
+                return Err(err(format!(
+                    "no lake commit {v} (the log holds {} commits)",
+                    versions.len()
+                )));
+            }
+            v
+        } else if let Ok(ts) = chrono::DateTime::parse_from_rfc3339(as_of) {
+            let mut found = None;
+            for v in &versions {
+                let c = log.read(*v).await?;
+                let at = chrono::DateTime::parse_from_rfc3339(&c.timestamp)
+                    .map_err(|e| err(format!("lake commit {v} has a bad timestamp: {e}")))?;
+                if at <= ts {
+                    found = Some(*v);
+                }
+            }
+            found.ok_or_else(|| err(format!("no lake commit at or before {as_of}")))?
+        } else {
+            snapshot::read(&lake, as_of).await?.lake_version
+        };
+        let commit = log.read(version).await?;
+        let view = View {
+            tables: commit.tables.clone(),
+            commit: Some(commit),
+        };
+        *lake.view.lock().expect("view lock") = Some(view);
+        lake.pinned = true;
+        Ok(lake)
+    }
+
+    /// The object store of the root and the root's path in it.
+    fn store(&self) -> LakeResult<(Arc<dyn object_store::ObjectStore>, object_store::path::Path)> {
+        let (store, prefix) =
+            object_store::parse_url(&self.root).map_err(|source| LakeError::List {
+                root: self.root.to_string(),
+                source,
+            })?;
+        Ok((Arc::from(store), prefix))
+    }
+
+    pub fn log(&self) -> LakeResult<LakeLog> {
+        let (store, prefix) = self.store()?;
+        Ok(LakeLog::new(store, &prefix, self.root.as_str()))
+    }
+
+    /// What readers see: the pinned or latest lake commit's table versions
+    /// (for a lake from before the lake log, each table's newest version).
+    pub async fn view(&self) -> LakeResult<View> {
+        if let Some(v) = self.view.lock().expect("view lock").clone() {
+            return Ok(v);
+        }
+        let view = match self.log()?.latest().await? {
+            Some(commit) => View {
+                tables: commit.tables.clone(),
+                commit: Some(commit),
+            },
+            None => View {
+                commit: None,
+                tables: self.newest_versions().await?,
+            },
+        };
+        *self.view.lock().expect("view lock") = Some(view.clone());
+        Ok(view)
+    }
+
+    /// The table folders under the root (turnlake's own `_turnlake` excluded).
+    async fn table_names(&self) -> LakeResult<Vec<String>> {
+        let list_err = |source| LakeError::List {
+            root: self.root.to_string(),
+            source,
+        };
+        let (store, prefix) = self.store()?;
+        let listing = store
+            .list_with_delimiter(Some(&prefix))
+            .await
+            .map_err(list_err)?;
+        let mut names: Vec<String> = listing
+            .common_prefixes
+            .iter()
+            .filter_map(|p| p.filename().map(str::to_string))
+            .filter(|n| !n.starts_with('_') && !n.starts_with('.'))
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+
+    /// Each table's newest Delta version, committed to the lake or not.
+    async fn newest_versions(&self) -> LakeResult<BTreeMap<String, u64>> {
+        let mut out = BTreeMap::new();
+        for name in self.table_names().await? {
+            if let Some(t) = self.newest(&name).await? {
+                out.insert(name, t.version().unwrap_or(0));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Take the writer lock for `command` and make the tables agree with the
+    /// latest lake commit again: a table version a dead writer left past it
+    /// is restored to the committed version, a table it created is removed.
+    pub async fn begin(&self, command: &str, params: serde_json::Value) -> LakeResult<Writer> {
+        if self.pinned {
+            return Err(LakeError::ReadOnly);
+        }
+        let (store, prefix) = self.store()?;
+        let lock =
+            lock::WriterLock::acquire(store.clone(), &prefix, self.root.as_str(), command).await?;
+        let latest = self.log()?.latest().await?;
+        let newest = self.newest_versions().await?;
+        let mut restored = Vec::new();
+        if let Some(commit) = &latest {
+            for (name, version) in &newest {
+                match commit.tables.get(name) {
+                    Some(v) if v < version => {
+                        self.restore(name, *v).await?;
+                        restored.push(format!("{name} {version} -> {v}"));
+                    }
+                    Some(_) => {}
+                    None => {
+                        self.remove_table(&store, &prefix, name).await?;
+                        restored.push(format!("{name} (uncommitted) removed"));
+                    }
+                }
+            }
+        }
+        *self.view.lock().expect("view lock") = None;
+        let mut writer = Writer {
+            lake: self.clone(),
+            lock: Some(lock),
+            command: command.to_string(),
+            params,
+            inputs: Vec::new(),
+            restored,
+        };
+        // A restore is itself a new table version: record it at once, so the
+        // next writer finds nothing to undo. A lake from before the lake log
+        // gets its first commit here, adopting the tables as they are.
+        if !writer.restored.is_empty() || (latest.is_none() && !newest.is_empty()) {
+            writer.commit().await?;
+        }
+        Ok(writer)
+    }
+
+    async fn restore(&self, name: &str, version: u64) -> LakeResult<()> {
+        let table = self
+            .newest(name)
+            .await?
+            .ok_or_else(|| LakeError::UnknownTable(name.to_string()))?;
+        table
+            .restore()
+            .with_version_to_restore(version)
+            .await
+            .map_err(|source| LakeError::Delta {
+                table: name.to_string(),
+                source,
+            })?;
+        Ok(())
+    }
+
+    async fn remove_table(
+        &self,
+        store: &Arc<dyn object_store::ObjectStore>,
+        prefix: &object_store::path::Path,
+        name: &str,
+    ) -> LakeResult<()> {
+        use futures::TryStreamExt;
+        use object_store::ObjectStoreExt;
+        let dir = prefix.clone().join(name);
+        let err = |source| LakeError::List {
+            root: self.table_url(name).to_string(),
+            source,
+        };
+        let files: Vec<object_store::ObjectMeta> =
+            store.list(Some(&dir)).try_collect().await.map_err(err)?;
+        for f in files {
+            store.delete(&f.location).await.map_err(err)?;
+        }
+        if let Some(d) = self.local_dir(name) {
+            let _ = std::fs::remove_dir_all(d);
+        }
+        Ok(())
+    }
+
+    /// Opened `--as-of` an earlier commit: readable, not writable.
+    pub fn is_pinned(&self) -> bool {
+        self.pinned
     }
 
     pub fn root(&self) -> &Url {
@@ -124,8 +364,23 @@ impl Lake {
             .flatten()
     }
 
-    /// The table at its latest version, or `None` if it was never written.
+    /// The table as readers see it (at the view's version), or `None` if the
+    /// view has no such table.
     pub async fn table(&self, name: &str) -> LakeResult<Option<DeltaTable>> {
+        let Some(version) = self.view().await?.tables.get(name).copied() else {
+            return Ok(None);
+        };
+        let t = deltalake::open_table_with_version(self.table_url(name), version)
+            .await
+            .map_err(|source| LakeError::Delta {
+                table: name.to_string(),
+                source,
+            })?;
+        Ok(Some(t))
+    }
+
+    /// The table at its newest Delta version, committed or not (for writers and recovery).
+    async fn newest(&self, name: &str) -> LakeResult<Option<DeltaTable>> {
         if self.local_dir(name).is_some_and(|d| !d.exists()) {
             return Ok(None);
         }
@@ -198,6 +453,7 @@ impl Lake {
             );
         }
         write.await.map_err(delta)?;
+        crate::failpoint::hit(&format!("after-table-write:{name}"));
         Ok(())
     }
 
@@ -211,7 +467,7 @@ impl Lake {
             table: name.to_string(),
             source,
         };
-        if let Some(table) = self.table(name).await? {
+        if let Some(table) = self.newest(name).await? {
             table
                 .delete()
                 .with_predicate(predicate)
@@ -221,37 +477,85 @@ impl Lake {
         Ok(())
     }
 
-    /// Every table under the root, sorted by name.
+    /// Every table of the view, sorted by name.
     pub async fn tables(&self) -> LakeResult<Vec<TableInfo>> {
-        let list_err = |source| LakeError::List {
-            root: self.root.to_string(),
-            source,
-        };
-        let (store, prefix) = object_store::parse_url(&self.root).map_err(list_err)?;
-        let listing = store
-            .list_with_delimiter(Some(&prefix))
-            .await
-            .map_err(list_err)?;
-        let mut names: Vec<String> = listing
-            .common_prefixes
-            .iter()
-            .filter_map(|p| p.filename().map(str::to_string))
-            .collect();
-        names.sort();
+        let view = self.view().await?;
         let mut out = Vec::new();
-        for name in names {
-            if let Some(t) = self.table(&name).await? {
+        for name in view.tables.keys() {
+            if let Some(t) = self.table(name).await? {
                 let snapshot = t.snapshot().map_err(|source| LakeError::Delta {
                     table: name.clone(),
                     source,
                 })?;
                 out.push(TableInfo {
-                    name,
+                    name: name.clone(),
                     version: t.version().unwrap_or(0),
                     partition_by: snapshot.metadata().partition_columns().to_vec(),
                 });
             }
         }
         Ok(out)
+    }
+}
+
+/// A command's hold on the lake: its table writes become visible together in
+/// each `commit`, and nothing it wrote after its last commit survives it.
+#[derive(Debug)]
+pub struct Writer {
+    lake: Lake,
+    lock: Option<lock::WriterLock>,
+    command: String,
+    params: serde_json::Value,
+    inputs: Vec<InputFile>,
+    /// What recovery undid before this writer started, for the user to hear.
+    pub restored: Vec<String>,
+}
+
+impl Writer {
+    /// What the next commit records as the command's parameters.
+    pub fn set_params(&mut self, params: serde_json::Value) {
+        self.params = params;
+    }
+
+    /// Input files this command read, recorded in its next commit.
+    pub fn add_inputs(&mut self, inputs: impl IntoIterator<Item = InputFile>) {
+        self.inputs.extend(inputs);
+    }
+
+    /// Record the newest version of every table as the next lake commit.
+    pub async fn commit(&mut self) -> LakeResult<LakeCommit> {
+        let log = self.lake.log()?;
+        let version = log.latest().await?.map_or(0, |c| c.version + 1);
+        let commit = LakeCommit {
+            version,
+            timestamp: lock::now_rfc3339(),
+            command: self.command.clone(),
+            params: self.params.clone(),
+            inputs: std::mem::take(&mut self.inputs),
+            tables: self.lake.newest_versions().await?,
+            turnlake: env!("CARGO_PKG_VERSION").to_string(),
+        };
+        crate::failpoint::hit("before-lake-commit");
+        log.write(&commit).await?;
+        *self.lake.view.lock().expect("view lock") = Some(View {
+            tables: commit.tables.clone(),
+            commit: Some(commit.clone()),
+        });
+        Ok(commit)
+    }
+
+    /// Commit what is left and release the lock.
+    pub async fn finish(mut self) -> LakeResult<LakeCommit> {
+        let commit = self.commit().await?;
+        self.release().await?;
+        Ok(commit)
+    }
+
+    /// Release the lock without another commit (after a final `commit`).
+    pub async fn release(mut self) -> LakeResult<()> {
+        match self.lock.take() {
+            Some(lock) => lock.release().await,
+            None => Ok(()),
+        }
     }
 }

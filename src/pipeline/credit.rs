@@ -149,6 +149,9 @@ pub async fn compute(
 
 /// Build the credit tables in `lake`.
 pub async fn build(lake: &Lake, config: &CreditConfig) -> Result<CreditSummary, CreditError> {
+    let mut writer = lake
+        .begin("credit", serde_json::json!({"params": config}))
+        .await?;
     let tables = lake.tables().await?;
     let mut inputs = serde_json::Map::new();
     for needed in ["judgments", "questions", "trajectories", "turns"] {
@@ -192,6 +195,8 @@ pub async fn build(lake: &Lake, config: &CreditConfig) -> Result<CreditSummary, 
     for (table, batches) in outputs {
         lake.overwrite(table, batches, provenance.clone()).await?;
     }
+    writer.set_params(provenance);
+    writer.finish().await?;
     Ok(summary)
 }
 

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use crate::columns::strings;
 use crate::engine::{self, EngineError};
-use crate::lake::{Lake, LakeError};
+use crate::lake::{Lake, LakeError, Writer};
 use crate::source::rows::{
     self, EvalRow, JudgmentRow, MessageRow, QuestionRow, RejectRow, TrajectoryRow, TurnRow,
 };
@@ -27,6 +27,20 @@ pub enum InputKind {
     Albedo { verify: bool },
     MiniCoder,
     Mswea,
+}
+
+impl InputKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            InputKind::Albedo { .. } => "albedo",
+            InputKind::MiniCoder => "mini-coder",
+            InputKind::Mswea => "mswea",
+        }
+    }
+
+    fn verifies(self) -> bool {
+        matches!(self, InputKind::Albedo { verify: true })
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -188,8 +202,18 @@ impl Buffer {
         self.trajectories.len() >= FLUSH_TRAJECTORIES || self.message_bytes >= FLUSH_BYTES
     }
 
-    async fn flush(&mut self, lake: &Lake) -> Result<(), LakeError> {
+    /// Write the buffered rows, then make them visible in one lake commit: a
+    /// crash in between leaves none of them, and a rerun writes them again.
+    async fn flush(&mut self, lake: &Lake, writer: &mut Writer) -> Result<(), LakeError> {
         let b = std::mem::take(self);
+        if b.evals.is_empty()
+            && b.trajectories.is_empty()
+            && b.questions.is_empty()
+            && b.judgments.is_empty()
+            && b.rejects.is_empty()
+        {
+            return Ok(());
+        }
         if !b.evals.is_empty() {
             lake.append("evals", vec![rows::evals_batch(&b.evals)?])
                 .await?;
@@ -217,6 +241,7 @@ impl Buffer {
             lake.append("rejects", vec![rows::rejects_batch(&b.rejects)?])
                 .await?;
         }
+        writer.commit().await?;
         Ok(())
     }
 }
@@ -278,12 +303,25 @@ pub async fn ingest(
     kind: InputKind,
     paths: Vec<PathBuf>,
 ) -> Result<IngestReport, IngestError> {
+    let mut writer = lake
+        .begin(
+            &format!("ingest {}", kind.name()),
+            serde_json::json!({"paths": paths, "kind": kind.name(), "verify": kind.verifies()}),
+        )
+        .await?;
     let mut known = known(lake).await?;
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Record>(64);
     let runs = known.runs.clone();
     let reader = tokio::task::spawn_blocking(move || read_all(kind, paths, runs, tx));
 
-    let mut report = IngestReport::default();
+    let mut report = IngestReport {
+        notes: writer
+            .restored
+            .iter()
+            .map(|r| format!("an interrupted writer left uncommitted versions; restored: {r}"))
+            .collect(),
+        ..Default::default()
+    };
     let mut buf = Buffer::default();
     while let Some(record) = rx.recv().await {
         match record {
@@ -326,8 +364,9 @@ pub async fn ingest(
                 report.unchanged += n;
             }
             Record::ReplaceRun(id) => {
-                buf.flush(lake).await?;
+                buf.flush(lake, &mut writer).await?;
                 delete_run(lake, &id).await?;
+                writer.commit().await?;
                 let prefix = format!("{}/", albedo::traj_id(&id, "", "").trim_end_matches('/'));
                 known.trajectories.retain(|t| !t.starts_with(&prefix));
                 report.notes.push(format!(
@@ -337,10 +376,11 @@ pub async fn ingest(
             Record::Note(n) => report.notes.push(n),
         }
         if buf.full() {
-            buf.flush(lake).await?;
+            buf.flush(lake, &mut writer).await?;
         }
     }
-    buf.flush(lake).await?;
+    buf.flush(lake, &mut writer).await?;
+    writer.release().await?;
     reader
         .await
         .map_err(|e| IngestError::Reader(panic_message(e)))??;

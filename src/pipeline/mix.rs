@@ -215,6 +215,9 @@ fn reproduction(r: &MixReport, figures: &[RecordBatch]) -> Reproduction {
 
 /// Compose `sft_mix` in `lake` and report its composition.
 pub async fn build(lake: &Lake, config: &MixConfig) -> Result<MixReport, SelectError> {
+    let mut writer = lake
+        .begin("mix", serde_json::json!({"params": config}))
+        .await?;
     let ctx = engine::session(lake).await?;
     let tables = lake.tables().await?;
     let mut parts = Vec::new();
@@ -261,7 +264,10 @@ pub async fn build(lake: &Lake, config: &MixConfig) -> Result<MixReport, SelectE
     );
     let rows = engine::run_sql(&ctx, &sql, "composing sft_mix").await?;
     let provenance = serde_json::json!({"step": "mix", "inputs": inputs, "params": config, "quotas": quota, "sql": sql});
-    lake.overwrite("sft_mix", rows, provenance).await?;
+    lake.overwrite("sft_mix", rows, provenance.clone()).await?;
+    writer.set_params(provenance);
+    writer.commit().await?;
+    writer.release().await?;
     engine::register(&ctx, lake, "sft_mix").await?;
     report(&ctx, available).await
 }

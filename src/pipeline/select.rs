@@ -233,6 +233,12 @@ fn reproduction(s: &SelectSummary, figures: &[RecordBatch]) -> Reproduction {
         n("escape_mini_past_16").map(|v| 100.0 * v),
     );
     let (mined, kept, _) = product("finish_mini");
+    t.add_own(
+        "select.finish_mini.candidates_before_gate",
+        "finish_mini candidates before the format gate",
+        Unit::Count,
+        n("finish_candidates_before_gate"),
+    );
     t.add("select.finish_mini.candidates", Some(mined as f64));
     t.add(
         "select.finish_mini.instances",
@@ -259,6 +265,9 @@ fn reproduction(s: &SelectSummary, figures: &[RecordBatch]) -> Reproduction {
 
 /// Build the products in `lake`.
 pub async fn build(lake: &Lake, config: &SelectConfig) -> Result<SelectSummary, SelectError> {
+    let mut writer = lake
+        .begin("select", serde_json::json!({"params": config}))
+        .await?;
     let tables = lake.tables().await?;
     let mut inputs = serde_json::Map::new();
     for (needed, hint) in [
@@ -292,8 +301,10 @@ pub async fn build(lake: &Lake, config: &SelectConfig) -> Result<SelectSummary, 
         "demotions",
     )
     .await?;
-    lake.overwrite("gate_demotions", demotions, provenance)
+    lake.overwrite("gate_demotions", demotions, provenance.clone())
         .await?;
+    writer.set_params(provenance);
+    writer.finish().await?;
 
     let mined = counts(
         &q(

@@ -70,6 +70,8 @@ pub enum ShowError {
     Engine(#[from] EngineError),
     #[error("no trajectory {0} in the lake")]
     NotFound(String),
+    #[error("{0} matches several trajectories ({1}): give the traj_id")]
+    Ambiguous(String, String),
     #[error("reading {table}")]
     Query {
         table: String,
@@ -132,12 +134,12 @@ pub async fn show(lake: &Lake, which: &Which) -> Result<TrajectoryView, ShowErro
             format!("{sample_id} ({side})"),
         ),
     };
-    let traj = rows_of(&ctx, "trajectories", filter, "").await?;
-    let traj_id = strings(&traj, "traj_id")
-        .into_iter()
-        .flatten()
-        .next()
-        .ok_or(ShowError::NotFound(label))?;
+    let traj = rows_of(&ctx, "trajectories", filter, "traj_id").await?;
+    let ids: Vec<String> = strings(&traj, "traj_id").into_iter().flatten().collect();
+    if ids.len() > 1 {
+        return Err(ShowError::Ambiguous(label, ids.join(", ")));
+    }
+    let traj_id = ids.into_iter().next().ok_or(ShowError::NotFound(label))?;
     let mut facts = Vec::new();
     for name in [
         "source",

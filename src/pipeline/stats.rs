@@ -66,6 +66,10 @@ pub struct Corpus {
     pub samples: i64,
     pub sides: i64,
     pub albedo_turns: i64,
+    pub mini_coder_trajectories: i64,
+    pub mini_coder_mean_turns: Option<f64>,
+    /// Share of mini-coder runs whose last turn submits (any signal).
+    pub mini_coder_submit_share: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -182,10 +186,14 @@ pub async fn report(lake: &Lake) -> Result<Report, StatsError> {
 
     let b = view(&ctx, "stats_corpus", "").await?;
     let count = |name: &str| i64s(&b, name).first().copied().flatten().unwrap_or(0);
+    let share = |name: &str| f64s(&b, name).first().copied().flatten();
     let corpus = Corpus {
         samples: count("samples"),
         sides: count("sides"),
         albedo_turns: count("albedo_turns"),
+        mini_coder_trajectories: count("mini_coder_trajectories"),
+        mini_coder_mean_turns: share("mini_coder_mean_turns"),
+        mini_coder_submit_share: share("mini_coder_submit_share"),
     };
 
     let b = view(
@@ -239,6 +247,18 @@ fn reproduction(r: &Report) -> Reproduction {
     t.add("corpus.samples", Some(r.corpus.samples as f64));
     t.add("corpus.sides", Some(r.corpus.sides as f64));
     t.add("corpus.albedo_turns", Some(r.corpus.albedo_turns as f64));
+    t.add(
+        "corpus.mini_coder.trajectories",
+        Some(r.corpus.mini_coder_trajectories as f64),
+    );
+    t.add(
+        "corpus.mini_coder.mean_turns",
+        r.corpus.mini_coder_mean_turns,
+    );
+    t.add(
+        "corpus.mini_coder.submit_share",
+        r.corpus.mini_coder_submit_share.map(|v| 100.0 * v),
+    );
     for (label, key) in [("cat -n", "cat_n"), ("find/ls", "find_ls")] {
         t.add(
             &format!("stats.{key}.mean_credit"),

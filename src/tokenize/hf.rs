@@ -9,6 +9,7 @@ pub struct HfEncoder {
     text: Tokenizer,
     /// Encodes text as a trainer does: special-token text becomes the special token.
     parsed: Tokenizer,
+    special_ids: std::collections::HashSet<u32>,
 }
 
 impl HfEncoder {
@@ -27,7 +28,17 @@ impl HfEncoder {
         parsed.set_encode_special_tokens(false);
         let mut text = parsed.clone();
         text.set_encode_special_tokens(true);
-        HfEncoder { text, parsed }
+        let special_ids = parsed
+            .get_added_tokens_decoder()
+            .into_iter()
+            .filter(|(_, t)| t.special)
+            .map(|(id, _)| id)
+            .collect();
+        HfEncoder {
+            text,
+            parsed,
+            special_ids,
+        }
     }
 }
 
@@ -46,6 +57,10 @@ impl TextEncoder for HfEncoder {
 
     fn decode(&self, ids: &[u32]) -> Result<String, String> {
         self.text.decode(ids, false).map_err(|e| e.to_string())
+    }
+
+    fn is_special(&self, id: u32) -> bool {
+        self.special_ids.contains(&id)
     }
 
     fn encode_with_offsets(&self, text: &str) -> Result<Encoded, String> {

@@ -27,6 +27,8 @@ pub trait TextEncoder: Send + Sync {
     /// special tokens (as a trainer's tokenizer does), and each token's byte
     /// range in `text`.
     fn encode_with_offsets(&self, text: &str) -> Result<Encoded, String>;
+    /// Whether `id` is one of the tokenizer's special tokens.
+    fn is_special(&self, id: u32) -> bool;
 }
 
 /// A string's token ids and, per token, its byte range in the string.

@@ -145,6 +145,10 @@ impl TextEncoder for TiktokenEncoder {
         self.specials.get(token).copied()
     }
 
+    fn is_special(&self, id: u32) -> bool {
+        self.specials.values().any(|s| *s == id)
+    }
+
     fn encode_with_offsets(&self, text: &str) -> Result<Encoded, String> {
         let mut out = Encoded::default();
         let mut at = 0;

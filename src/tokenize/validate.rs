@@ -201,6 +201,14 @@ fn check_row(enc: &dyn TextEncoder, template: &ChatTemplate, row: &Value, mode: 
                 }
             };
             check.tokens = encoded.ids.len();
+            // Special tokens the trainer's tokenizer finds inside any message's content.
+            check.special_text |= encoded
+                .ids
+                .iter()
+                .zip(&encoded.offsets)
+                .any(|(id, &(s, e))| {
+                    enc.is_special(*id) && spans.iter().any(|&(a, b)| s >= a && e <= b && e > s)
+                });
             for (k, &i) in train.iter().enumerate() {
                 let (a, b) = spans[i];
                 let straddles = encoded

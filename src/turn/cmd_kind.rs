@@ -103,8 +103,34 @@ pub fn turn_kind(command: Option<&str>, submits: bool, marker: Option<&str>) -> 
     }
 }
 
+/// The line that decides a command's kind: the first, unless it only changes
+/// directory or environment (`cd /repo` on a line of its own), then the first
+/// line after it that does more. Later lines are usually a heredoc's body.
 fn first_line(command: &str) -> &str {
-    command.trim_start().lines().next().unwrap_or("")
+    let mut lines = command
+        .trim_start()
+        .lines()
+        .filter(|l| !l.trim().is_empty());
+    let first = lines.next().unwrap_or("");
+    if !only_setup(first) {
+        return first;
+    }
+    lines.find(|l| !only_setup(l)).unwrap_or(first)
+}
+
+/// A line whose every segment is `cd`, `export` and the like.
+fn only_setup(line: &str) -> bool {
+    split_chain(line).iter().all(|seg| {
+        let words = words_of(seg.first().map(String::as_str).unwrap_or(""));
+        is_setup(program(&words).0)
+    })
+}
+
+fn is_setup(program: &str) -> bool {
+    matches!(
+        program,
+        "cd" | "export" | "source" | "." | "set" | "pushd" | "pwd" | ""
+    )
 }
 
 /// The chain segment that decides the kind: the first one that is not `cd`,
@@ -113,10 +139,7 @@ fn deciding_segment(line: &str) -> Option<Vec<String>> {
     let chain = split_chain(line);
     let pos = chain.iter().position(|seg| {
         let words = words_of(seg.first().map(String::as_str).unwrap_or(""));
-        !matches!(
-            program(&words).0,
-            "cd" | "export" | "source" | "." | "set" | "pushd" | "pwd" | ""
-        )
+        !is_setup(program(&words).0)
     });
     chain.into_iter().nth(pos.unwrap_or(0))
 }
@@ -147,7 +170,15 @@ fn classify_stage(words: &[String], raw: &str, line: &str) -> CmdKind {
         "tee" | "patch" | "ed" => CmdKind::Edit,
         "git" if args.first().map(String::as_str) == Some("apply") => CmdKind::Edit,
         "git" if args.first().map(String::as_str) == Some("grep") => CmdKind::GrepR,
-        "grep" | "egrep" | "fgrep" if has_flag(args, 'r') || has_flag(args, 'R') => CmdKind::GrepR,
+        "grep" | "egrep" | "fgrep"
+            if has_flag(args, 'r')
+                || has_flag(args, 'R')
+                || args
+                    .iter()
+                    .any(|a| a == "--recursive" || a == "--dereference-recursive") =>
+        {
+            CmdKind::GrepR
+        }
         "grep" | "egrep" | "fgrep" => CmdKind::Grep,
         "rg" | "ag" => CmdKind::GrepR,
         "python" | "python3" | "pytest" | "py.test" => CmdKind::Python,
@@ -352,6 +383,10 @@ mod tests {
             ("cd /repo && grep -n 'def main' src/cli.py | head -5", Grep),
             ("egrep 'a|b' x.txt", Grep),
             ("grep -rn foo .", GrepR),
+            ("grep --recursive -n foo src", GrepR),
+            ("cd /repo\ngrep -rn foo .", GrepR),
+            ("cd /repo\n\nexport X=1\ncat -n a.py", CatN),
+            ("cat > f.py <<'EOF'\ncd /x\nEOF", Edit),
             ("cd /repo && grep -R foo . | head -20", GrepR),
             ("rg -n separable", GrepR),
             ("git grep -n foo", GrepR),

@@ -16,7 +16,7 @@ pub const SUBMIT_MARKERS: &[&str] = &[
 static SUBMIT: LazyLock<Regex> = LazyLock::new(|| {
     let alts = SUBMIT_MARKERS.join("|");
     Regex::new(&format!(
-        r#"(?:^|[\s;&|(){{}}`])(?:echo|printf)\s+(?:-[a-zA-Z]+\s+)*['"]?(?:{alts}|SUBMIT_TASK_[0-9a-fA-F]{{8}})\b"#
+        r#"(?:^|[\s;&|(){{}}`])(?:echo|printf)\s[^;&|\n]*?\b(?:{alts}|SUBMIT_TASK_[0-9a-fA-F]{{8}})\b"#
     ))
     .expect("submit regex")
 });
@@ -26,9 +26,10 @@ static OBS_MARKER: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// True when the command prints a submit marker anywhere in it
-/// (`cd /repo && echo MARKER && git diff`, `printf 'MARKER\n'`): an `echo` or
-/// `printf` whose first argument is the marker. `extra_marker` is a run's own
-/// marker (Albedo's `submit_marker`), if any.
+/// (`cd /repo && echo MARKER && git diff`, `printf '%s\n' MARKER`,
+/// `echo "done: MARKER"`): the marker, as a whole word, among the arguments of
+/// an `echo` or `printf` in one segment of the command. `extra_marker` is a
+/// run's own marker (Albedo's `submit_marker`), if any.
 pub fn is_submit_command(command: &str, extra_marker: Option<&str>) -> bool {
     if SUBMIT.is_match(command) {
         return true;
@@ -39,21 +40,32 @@ pub fn is_submit_command(command: &str, extra_marker: Option<&str>) -> bool {
     }
 }
 
-/// Whether some `echo` / `printf` in `command` prints `marker` first.
+fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+/// Whether `word` occurs in `text` with no identifier character on either side.
+fn has_word(text: &str, word: &str) -> bool {
+    text.match_indices(word).any(|(at, _)| {
+        let before = text.as_bytes()[..at].last().copied();
+        let after = text.as_bytes().get(at + word.len()).copied();
+        !before.is_some_and(is_word_byte) && !after.is_some_and(is_word_byte)
+    })
+}
+
+/// Whether some `echo` / `printf` in `command` prints `marker`: the marker
+/// after it in the same segment (segments end at `;`, `&`, `|`, newlines).
 fn prints_word(command: &str, marker: &str) -> bool {
-    let words: Vec<&str> = command
-        .split(|c: char| c.is_whitespace() || ";&|(){}`".contains(c))
-        .filter(|w| !w.is_empty())
-        .collect();
-    words.windows(2).enumerate().any(|(i, _)| {
-        (words[i] == "echo" || words[i] == "printf")
-            && words[i + 1..]
-                .iter()
-                .find(|w| !w.starts_with('-'))
-                .is_some_and(|w| {
-                    let w = w.trim_matches(|ch| ch == '\'' || ch == '"');
-                    w == marker || w.strip_suffix("\\n") == Some(marker)
-                })
+    command.split([';', '&', '|', '\n']).any(|segment| {
+        ["echo", "printf"].iter().any(|prog| {
+            segment.match_indices(prog).any(|(at, _)| {
+                let before = segment.as_bytes()[..at].last().copied();
+                let rest = &segment[at + prog.len()..];
+                !before.is_some_and(|b| is_word_byte(b) || b == b'-' || b == b'.')
+                    && rest.starts_with(|c: char| c.is_whitespace())
+                    && has_word(rest, marker)
+            })
+        })
     })
 }
 
@@ -196,6 +208,23 @@ mod tests {
             ("cat file", None, false),
             ("echo MY_MARKER && git diff", Some("MY_MARKER"), true),
             ("echo OTHER && git diff", Some("MY_MARKER"), false),
+            (
+                "printf '%s\\n' COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT; git diff",
+                None,
+                true,
+            ),
+            (
+                "echo \"done: COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\" && git diff",
+                None,
+                true,
+            ),
+            (
+                "printf 'x\\n' && echo ok; grep COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT f",
+                None,
+                false,
+            ),
+            ("echo 'ready MY_MARKER'", Some("MY_MARKER"), true),
+            ("echo MY_MARKERS", Some("MY_MARKER"), false),
         ];
         for (cmd, extra, want) in cases {
             assert_eq!(is_submit_command(cmd, extra), want, "{cmd}");

@@ -60,7 +60,7 @@ static EXIT_TRAILER: LazyLock<Regex> = LazyLock::new(|| {
 });
 static ERROR_TEXT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?m)(command not found|Traceback \(most recent call last\)|No such file or directory|^\w*Error: |Permission denied|syntax error|cannot access|fatal: )",
+        r"(?m)(command not found|Traceback \(most recent call last\)|No such file or directory|^\w*Error: |^ERROR: |Permission denied|syntax error|cannot access|fatal: )",
     )
     .expect("error text regex")
 });
@@ -104,10 +104,11 @@ pub fn prefix_at_most(text: &str, max: usize) -> &str {
     &text[..end]
 }
 
-/// An editor call showing a file (OpenHands): its content is never error text.
+/// An editor call showing a file or a folder (OpenHands): its content is never error text.
 fn is_editor_output(text: &str) -> bool {
     let t = unwrap(text);
     t.starts_with("Here's the result of running `cat -n`")
+        || t.starts_with("Here's the files and directories")
         || t.starts_with("File created successfully at:")
         || t.starts_with("The file ") && t.contains(" has been edited.")
 }
@@ -119,22 +120,23 @@ fn is_editor_output(text: &str) -> bool {
 /// every format; RETURNCODE observations have nothing else to go on, and the
 /// others fall back to error text, except for file content an editor showed.
 pub fn observation_outcome(format: ObsFormat, text: &str) -> ObsOutcome {
+    // A file an editor read shows is content: no code, no error text in it counts.
+    if format != ObsFormat::Returncode && is_editor_output(text) {
+        return ObsOutcome {
+            failed: false,
+            returncode: None,
+        };
+    }
     let code = match format {
         ObsFormat::Returncode => RETURNCODE.captures(text),
         ObsFormat::OpenHands | ObsFormat::SweAgent => EXIT_TRAILER.captures_iter(text).last(),
     }
-    .and_then(|c| c[1].parse::<i64>().ok())
-    .or_else(|| RETURNCODE.captures(text).and_then(|c| c[1].parse().ok()));
+    .and_then(|c| c[1].parse::<i64>().ok());
     let failed = match code {
         Some(n) => n != 0,
         None => {
             HARNESS_FAILURE.is_match(prefix_at_most(text, HARNESS_PREFIX_BYTES))
-                || match format {
-                    ObsFormat::Returncode => false,
-                    ObsFormat::OpenHands | ObsFormat::SweAgent => {
-                        !is_editor_output(text) && ERROR_TEXT.is_match(text)
-                    }
-                }
+                || format != ObsFormat::Returncode && ERROR_TEXT.is_match(text)
         }
     };
     ObsOutcome {
@@ -211,6 +213,12 @@ mod tests {
             (OpenHands, "Here's the result of running `cat -n` on /r/t.py:\n     1\traise ValueError('No such file or directory')\n     2\tTraceback (most recent call last):", false, None),
             (OpenHands, "The command 'pytest' timed out and has been killed.", true, None),
             (Returncode, "<returncode>0</returncode>\n<output>\nNo bash command found in assistant message.\n</output>", false, Some(0)),
+            // an editor read is content even when it quotes a harness message or a returncode
+            (OpenHands, "Here's the result of running `cat -n` on /r/log.txt:\n     1\tjob timed out and has been killed", false, None),
+            (OpenHands, "Here's the result of running `cat -n` on /r/t.txt:\n     1\t<returncode>2</returncode>", false, None),
+            (OpenHands, "Here's the files and directories up to 2 levels deep in /r:\n/r/missing_errors.py", false, None),
+            // an editor error has no exit code: its text decides
+            (OpenHands, "ERROR: Invalid `path` parameter: /r/x.py. The path /r/x.py does not exist.", true, None),
         ];
         for (fmt, text, failed, code) in cases {
             let got = observation_outcome(*fmt, text);

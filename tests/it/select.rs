@@ -79,6 +79,8 @@ fn product_rules_on_hand_made_cases() {
         mini,
         vec![
             vec!["org__esc.long.func_pm__n", "6", "12"],
+            vec!["org__esc.t16.func_pm__o", "16", "32"],
+            vec!["org__esc.t17.func_pm__p", "17", "34"],
             vec!["org__esc.t32.func_pm__k", "32", "64"],
             vec!["org__esc.t5.func_pm__j", "5", "10"],
         ]
@@ -93,6 +95,21 @@ fn product_rules_on_hand_made_cases() {
         &lake,
         "SELECT instance_id, array_to_string(train_turns, ','), upto_msg FROM finish_mini ORDER BY instance_id",
     );
+    // org__fin.many submits at t=40 with every turn in 17-32 eligible: the seeded hash
+    // picks one there, and the same seed picks the same one.
+    let many: Vec<Vec<String>> = fin
+        .iter()
+        .filter(|r| r[0] == "org__fin.many.func_pm__q")
+        .cloned()
+        .collect();
+    assert_eq!(many.len(), 1, "{fin:?}");
+    let picked: i64 = many[0][1].parse().unwrap();
+    assert!((17..=32).contains(&picked), "{picked}");
+    assert_eq!(many[0][2], (2 * picked).to_string());
+    let fin: Vec<Vec<String>> = fin
+        .into_iter()
+        .filter(|r| r[0] != "org__fin.many.func_pm__q")
+        .collect();
     assert_eq!(
         fin,
         vec![
@@ -114,9 +131,44 @@ fn product_rules_on_hand_made_cases() {
             .map(|c| c.trim().to_string())
             .unwrap()
     };
-    assert_eq!(figure("finish_mini candidates (one per trajectory)"), "5");
+    assert_eq!(figure("finish_mini candidates (one per trajectory)"), "6");
     assert_eq!(figure("finish_mini candidates that are submit turns"), "4");
-    assert_eq!(figure("escape_mini train turns past turn 16"), "33.3%");
+    // t16 is not past turn 16, t17 and t32 are: 2 of 5.
+    assert_eq!(figure("escape_mini train turns past turn 16"), "40.0%");
+    // escape_duel: two rows follow a failed observation, one a repeat run; consecutive
+    // failures before them: 1, 1, 0.
+    assert_eq!(
+        figure("escape_duel rows following a failed observation"),
+        "66.7%"
+    );
+    assert_eq!(figure("escape_duel rows following a repeat run"), "33.3%");
+    assert_eq!(
+        figure("escape_duel prior consecutive failures, mean"),
+        "0.667"
+    );
+    assert_eq!(figure("escape_duel prior consecutive failures, max"), "1");
+    // Recovery turns: credited right after a failed observation, counted by SQL here.
+    let recovery = scalar(
+        &lake,
+        "SELECT count(*) FROM turn_credit c JOIN turns u ON u.traj_id = c.traj_id AND u.t = c.t \
+         WHERE c.credit > 0 AND u.prev_failed",
+    );
+    assert_ne!(recovery, "0");
+    assert_eq!(figure("recovery turns over all judged sides"), recovery);
+
+    // A cap of one row keeps one finish_mini row, the same one for the same seed.
+    let cfg = tmp.path().join("cap.toml");
+    let default =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("data/select.toml"))
+            .unwrap();
+    std::fs::write(&cfg, default.replace("cap = 16000", "cap = 1")).unwrap();
+    let mut kept = Vec::new();
+    for _ in 0..2 {
+        ok(run(&lake, &["select", "--config", cfg.to_str().unwrap()]));
+        kept.push(sql(&lake, "SELECT row_id FROM finish_mini"));
+    }
+    assert_eq!(kept[0].len(), 1);
+    assert_eq!(kept[0], kept[1]);
 }
 
 #[test]
@@ -337,6 +389,32 @@ fn synthetic_products_reconcile_and_match_their_shares() {
             "{table}: {measured} rows, planted {planted}"
         );
     }
+    // The JSON summary carries the reproduction pairs and, with --truth, the planted sizes.
+    let truth_path = corpus.join("truth.json");
+    let o = ok(run(
+        &lake,
+        &[
+            "select",
+            "--format",
+            "json",
+            "--truth",
+            truth_path.to_str().unwrap(),
+        ],
+    ));
+    let summary: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let figures = summary["reproduction"]["figures"].as_array().unwrap();
+    let rows = figures
+        .iter()
+        .find(|f| f["key"] == "select.escape_duel.rows")
+        .unwrap();
+    assert_eq!(rows["reference"], 13979.0);
+    assert_eq!(
+        rows["planted"].as_f64(),
+        truth["counts"]["escape_duel_rows"].as_f64()
+    );
+    let lake_rows = rows["lake"].as_f64().unwrap();
+    let diff = rows["diff"].as_f64().unwrap();
+    assert_eq!(diff, lake_rows - 13979.0);
     // Demotions follow the planted malformed and unclosed-<think> turns.
     assert!(
         scalar(

@@ -32,15 +32,15 @@ SELECT coalesce(fmt, '(none)') AS obs_format, coalesce(submit_signal, '(none)') 
   count(*) FILTER (WHERE tool_calls IS NULL
                      AND bash_command(content, reasoning_content) IS DISTINCT FROM command) AS d_bash_command,
   count(*) FILTER (WHERE tool_calls IS NULL
-                     AND n_bash_blocks(content, reasoning_content) <> n_bash_blocks) AS d_n_bash_blocks,
+                     AND n_bash_blocks(content, reasoning_content) IS DISTINCT FROM n_bash_blocks) AS d_n_bash_blocks,
   count(*) FILTER (WHERE cmd_kind(command, marker, submit_signal) IS DISTINCT FROM cmd_kind) AS d_cmd_kind,
   count(*) FILTER (WHERE submit_signal(command, next_obs, exit_after, marker) IS DISTINCT FROM submit_signal) AS d_submit_signal,
   count(*) FILTER (WHERE command IS NOT NULL
-                     AND is_submit(command, marker) <> coalesce(submit_signal = 'command', false)) AS d_is_submit,
-  count(*) FILTER (WHERE think_unclosed(content) <> think_unclosed) AS d_think_unclosed,
+                     AND is_submit(command, marker) IS DISTINCT FROM coalesce(submit_signal = 'command', false)) AS d_is_submit,
+  count(*) FILTER (WHERE think_unclosed(content) IS DISTINCT FROM think_unclosed) AS d_think_unclosed,
   count(*) FILTER (WHERE obs_failed(next_obs, fmt) IS DISTINCT FROM obs_failed) AS d_obs_failed,
   count(*) FILTER (WHERE coalesce(normalize_command(prev_command) = normalize_command(command), false)
-                     <> repeats_prev) AS d_repeats_prev
+                     IS DISTINCT FROM repeats_prev) AS d_repeats_prev
 FROM x GROUP BY 1, 2 ORDER BY 1, 2";
 
 /// Each trajectory's format from its first observation, and each judgment's citations.
