@@ -60,6 +60,11 @@ pub enum Command {
         #[command(subcommand)]
         what: cmd::tokenizer::TokenizerCommand,
     },
+    /// Name lake commits, and show or compare what they hold.
+    Snapshot {
+        #[command(subcommand)]
+        what: cmd::snapshot::SnapshotCommand,
+    },
     /// Run the whole pipeline on a small built-in example.
     Demo(cmd::demo::DemoArgs),
 }
@@ -150,6 +155,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Mix(args) => cmd::mix::run(&lake, args).await,
         Command::Export { what } => cmd::export::run(&lake, what).await,
         Command::Show(args) => cmd::show::run(&lake, args).await,
+        Command::Snapshot { what } => cmd::snapshot::run(&lake, what).await,
         Command::Validate(args) => cmd::validate::run(&lake, args).await,
         Command::Tokenizer { what } => cmd::tokenizer::run(what),
         Command::Demo(args) => cmd::demo::run(args).await,

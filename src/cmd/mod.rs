@@ -7,6 +7,7 @@ pub mod ingest;
 pub mod mix;
 pub mod select;
 pub mod show;
+pub mod snapshot;
 pub mod sql;
 pub mod stats;
 pub mod synth;

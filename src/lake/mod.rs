@@ -294,9 +294,11 @@ impl Lake {
             restored,
         };
         // A restore is itself a new table version: record it at once, so the
-        // next writer finds nothing to undo. A lake from before the lake log
-        // gets its first commit here, adopting the tables as they are.
-        if !writer.restored.is_empty() || (latest.is_none() && !newest.is_empty()) {
+        // next writer finds nothing to undo. A lake without a log gets its
+        // first commit here: empty for a new lake (so a first command that
+        // dies leaves nothing visible), adopting the tables of a lake written
+        // before the lake log as they are.
+        if !writer.restored.is_empty() || latest.is_none() {
             writer.commit().await?;
         }
         Ok(writer)

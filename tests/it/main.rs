@@ -6,6 +6,7 @@ mod common;
 mod credit;
 mod demo;
 mod ingest;
+mod lake;
 mod real_samples;
 mod select;
 mod synth;

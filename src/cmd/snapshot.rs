@@ -1,0 +1,180 @@
+//! `turnlake snapshot create NAME [--note TEXT] | list | show NAME | diff A B`:
+//! named lake commits, what they hold, and what changed between two of them.
+
+use clap::Subcommand;
+use comfy_table::Table;
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+
+use crate::cli::LakeArg;
+use crate::engine;
+use crate::lake::{snapshot, Lake, LakeCommit};
+
+#[derive(Debug, Subcommand)]
+pub enum SnapshotCommand {
+    /// Name the latest lake commit.
+    Create {
+        name: String,
+        #[arg(long)]
+        note: Option<String>,
+    },
+    /// Every snapshot with its lake commit.
+    List,
+    /// Tables, versions and row counts at a snapshot (or lake version), and the
+    /// command and parameters that last wrote each table.
+    Show { at: String },
+    /// Per table: versions and row counts at A and B; per step: whether its
+    /// parameters or SQL changed.
+    Diff { a: String, b: String },
+}
+
+/// One table as a lake commit holds it.
+struct TableState {
+    version: u64,
+    rows: i64,
+    /// The command of the last commit that changed the table, and its parameters.
+    writer: Option<(String, serde_json::Value)>,
+}
+
+/// Every table of the lake as of `at`.
+async fn state(root: &str, at: &str) -> anyhow::Result<(LakeCommit, BTreeMap<String, TableState>)> {
+    let lake = Lake::open_as_of(root, at).await?;
+    let view = lake.view().await?;
+    let commit = view.commit.clone().expect("an --as-of view has its commit");
+    let log = lake.log()?;
+    let mut history: Vec<LakeCommit> = Vec::new();
+    for v in log.versions().await? {
+        if v <= commit.version {
+            history.push(log.read(v).await?);
+        }
+    }
+    let ctx = engine::session(&lake).await?;
+    let mut out = BTreeMap::new();
+    for (name, version) in &view.tables {
+        let rows = ctx.table(name.as_str()).await?.count().await? as i64;
+        // The first commit that recorded this version wrote it.
+        let writer = history
+            .iter()
+            .find(|c| c.tables.get(name) == Some(version))
+            .map(|c| (c.command.clone(), c.params.clone()));
+        out.insert(
+            name.clone(),
+            TableState {
+                version: *version,
+                rows,
+                writer,
+            },
+        );
+    }
+    Ok((commit, out))
+}
+
+/// The parameters and SQL hash a step recorded, without its input versions
+/// (those differ whenever the inputs moved, which the table rows already show).
+fn step_settings(params: &serde_json::Value) -> serde_json::Value {
+    let mut p = params.clone();
+    if let Some(obj) = p.as_object_mut() {
+        obj.remove("inputs");
+    }
+    p
+}
+
+pub async fn run(lake: &LakeArg, cmd: SnapshotCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        SnapshotCommand::Create { name, note } => {
+            let lake = Lake::open(&lake.root)?;
+            let s = snapshot::create(&lake, &name, note).await?;
+            println!("snapshot {} = lake commit {}", s.name, s.lake_version);
+        }
+        SnapshotCommand::List => {
+            let lake = Lake::open(&lake.root)?;
+            let mut t = Table::new();
+            t.load_preset(comfy_table::presets::ASCII_FULL_CONDENSED);
+            t.set_header(vec!["name", "lake commit", "created", "note"]);
+            for s in snapshot::list(&lake).await? {
+                t.add_row(vec![
+                    s.name,
+                    s.lake_version.to_string(),
+                    s.created,
+                    s.note.unwrap_or_default(),
+                ]);
+            }
+            println!("{t}");
+        }
+        SnapshotCommand::Show { at } => {
+            let (commit, tables) = state(&lake.root, &at).await?;
+            println!(
+                "lake commit {} ({}, {}, turnlake {})",
+                commit.version, commit.timestamp, commit.command, commit.turnlake
+            );
+            let mut t = Table::new();
+            t.load_preset(comfy_table::presets::ASCII_FULL_CONDENSED);
+            t.set_header(vec![
+                "table",
+                "version",
+                "rows",
+                "written by",
+                "parameters and SQL",
+            ]);
+            for (name, s) in tables {
+                let (cmd, params) = s.writer.unwrap_or_default();
+                t.add_row(vec![
+                    name,
+                    s.version.to_string(),
+                    s.rows.to_string(),
+                    cmd,
+                    serde_json::to_string(&step_settings(&params))?,
+                ]);
+            }
+            println!("{t}");
+        }
+        SnapshotCommand::Diff { a, b } => {
+            let (ca, ta) = state(&lake.root, &a).await?;
+            let (cb, tb) = state(&lake.root, &b).await?;
+            println!(
+                "{a} = lake commit {}, {b} = lake commit {}",
+                ca.version, cb.version
+            );
+            let mut t = Table::new();
+            t.load_preset(comfy_table::presets::ASCII_FULL_CONDENSED);
+            t.set_header(vec![
+                "table",
+                "version A",
+                "version B",
+                "rows A",
+                "rows B",
+                "rows B - A",
+                "step settings",
+            ]);
+            let names: std::collections::BTreeSet<&String> = ta.keys().chain(tb.keys()).collect();
+            for name in names {
+                let (x, y) = (ta.get(name), tb.get(name));
+                let show = |s: Option<&TableState>, f: fn(&TableState) -> String| {
+                    s.map(f).unwrap_or_else(|| "—".into())
+                };
+                let settings = match (
+                    x.and_then(|s| s.writer.as_ref()),
+                    y.and_then(|s| s.writer.as_ref()),
+                ) {
+                    (Some((_, p)), Some((_, q))) if step_settings(p) != step_settings(q) => {
+                        "changed"
+                    }
+                    (None, Some(_)) => "new",
+                    (Some(_), None) => "gone",
+                    _ => "same",
+                };
+                t.add_row(vec![
+                    name.clone(),
+                    show(x, |s| s.version.to_string()),
+                    show(y, |s| s.version.to_string()),
+                    show(x, |s| s.rows.to_string()),
+                    show(y, |s| s.rows.to_string()),
+                    (y.map_or(0, |s| s.rows) - x.map_or(0, |s| s.rows)).to_string(),
+                    settings.to_string(),
+                ]);
+            }
+            println!("{t}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

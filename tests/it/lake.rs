@@ -1,0 +1,217 @@
+//! Lake commits across tables: a command killed between its table commits
+//! leaves the lake as the previous lake commit, a rerun converges to the
+//! tables of an uninterrupted run, concurrent writers both land once, and
+//! snapshots and `--as-of` read earlier commits.
+
+use crate::common::*;
+use std::path::Path;
+
+/// Row counts of the ingest tables and a digest of their keys, as readers see them.
+fn lake_state(lake: &Path) -> Vec<Vec<String>> {
+    sql(
+        lake,
+        "SELECT (SELECT count(*) FROM trajectories) AS t, (SELECT count(*) FROM messages) AS m, \
+                (SELECT count(*) FROM turns) AS u, \
+                (SELECT md5(string_agg(traj_id || ':' || traj_sha, ',' ORDER BY traj_id)) FROM trajectories) AS tk, \
+                (SELECT md5(string_agg(turn_sha, ',' ORDER BY turn_sha)) FROM turns) AS uk",
+    )
+}
+
+fn ingest(lake: &Path, kind: &str, dir: &Path, failpoint: Option<&str>) -> std::process::Output {
+    let mut c = bin();
+    c.arg("--lake").arg(lake).args(["ingest", kind]);
+    if kind == "albedo" {
+        c.arg("--no-verify");
+    }
+    c.arg(dir);
+    if let Some(f) = failpoint {
+        c.env("TURNLAKE_FAILPOINT", f);
+    }
+    c.output().expect("run turnlake")
+}
+
+/// Delta versions on disk for `table` (committed to the lake or not).
+fn delta_versions(lake: &Path, table: &str) -> usize {
+    std::fs::read_dir(lake.join(table).join("_delta_log"))
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_command_killed_between_table_commits_leaves_the_last_lake_commit_and_a_rerun_converges() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (albedo, mswea) = (fixtures().join("albedo"), fixtures().join("mswea"));
+    // The uninterrupted run.
+    let reference = tmp.path().join("reference");
+    ok(ingest(&reference, "albedo", &albedo, None));
+    let after_albedo = lake_state(&reference);
+    ok(ingest(&reference, "mswea", &mswea, None));
+    let after_both = lake_state(&reference);
+    assert_ne!(after_albedo, after_both);
+
+    for (i, point) in [
+        "after-table-write:trajectories",
+        "after-table-write:messages",
+        "after-table-write:turns",
+        "before-lake-commit",
+    ]
+    .iter()
+    .enumerate()
+    {
+        // Killed in the second ingest: the first stays as it was.
+        let lake = tmp.path().join(format!("crash{i}"));
+        ok(ingest(&lake, "albedo", &albedo, None));
+        let o = ingest(&lake, "mswea", &mswea, Some(point));
+        assert!(
+            !o.status.success(),
+            "{point}: the fail point must stop the command"
+        );
+        assert!(
+            stderr(&o).contains(&format!("fail point {point}:1 fired")),
+            "{}",
+            stderr(&o)
+        );
+        assert!(
+            delta_versions(&lake, "trajectories") > 1,
+            "{point}: a newer trajectories version was written"
+        );
+        assert_eq!(
+            lake_state(&lake),
+            after_albedo,
+            "{point}: the lake reads as its last commit"
+        );
+        // The rerun restores the tables and completes the input.
+        let o = ok(ingest(&lake, "mswea", &mswea, None));
+        assert!(stderr(&o).contains("restored"), "{point}: {}", stderr(&o));
+        assert_eq!(
+            lake_state(&lake),
+            after_both,
+            "{point}: the rerun converges"
+        );
+    }
+
+    // Killed in the very first ingest of a lake: the tables it created are removed.
+    let lake = tmp.path().join("first");
+    let o = ingest(&lake, "albedo", &albedo, Some("after-table-write:messages"));
+    assert!(!o.status.success());
+    let tables = ok(run(&lake, &["tables"]));
+    assert!(
+        !stdout(&tables).contains("trajectories"),
+        "{}",
+        stdout(&tables)
+    );
+    ok(ingest(&lake, "albedo", &albedo, None));
+    assert_eq!(lake_state(&lake), after_albedo);
+}
+
+#[test]
+fn two_concurrent_ingests_both_land_exactly_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (albedo, mswea) = (fixtures().join("albedo"), fixtures().join("mswea"));
+    let reference = tmp.path().join("reference");
+    ok(ingest(&reference, "albedo", &albedo, None));
+    ok(ingest(&reference, "mswea", &mswea, None));
+    let lake = tmp.path().join("lake");
+    let spawn = |kind: &str, dir: &Path| {
+        let mut c = bin();
+        c.arg("--lake").arg(&lake).args(["ingest", kind]);
+        if kind == "albedo" {
+            c.arg("--no-verify");
+        }
+        c.arg(dir)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        c.spawn().unwrap()
+    };
+    let (a, b) = (spawn("albedo", &albedo), spawn("mswea", &mswea));
+    for child in [a, b] {
+        let o = child.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    assert_eq!(lake_state(&lake), lake_state(&reference));
+}
+
+#[test]
+fn snapshots_and_as_of_read_earlier_commits() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lake = tmp.path().join("lake");
+    ok(ingest(&lake, "albedo", &fixtures().join("albedo"), None));
+    let before = lake_state(&lake);
+    let o = ok(run(
+        &lake,
+        &["snapshot", "create", "s1", "--note", "albedo only"],
+    ));
+    assert!(
+        stdout(&o).contains("snapshot s1 = lake commit"),
+        "{}",
+        stdout(&o)
+    );
+    let o = run(&lake, &["snapshot", "create", "s1"]);
+    assert!(!o.status.success() && stderr(&o).contains("already exists"));
+    ok(ingest(&lake, "mswea", &fixtures().join("mswea"), None));
+    let after = lake_state(&lake);
+    assert_ne!(before, after);
+
+    // Reading as of the snapshot, its commit version, or the time it was taken.
+    let as_of = |at: &str| sql_as_of(&lake, at, "SELECT count(*) FROM trajectories");
+    assert_eq!(as_of("s1"), before[0][0]);
+    let version = stdout(&ok(run(&lake, &["snapshot", "list"])))
+        .lines()
+        .find(|l| l.contains("s1"))
+        .and_then(|l| l.split(['|', '│']).nth(2).map(|c| c.trim().to_string()))
+        .unwrap();
+    assert_eq!(as_of(&version), before[0][0]);
+    assert_eq!(
+        sql(&lake, "SELECT count(*) FROM trajectories")[0][0],
+        after[0][0]
+    );
+    // A writing command refuses a lake read as of an earlier commit.
+    let o = run(
+        &lake,
+        &[
+            "--as-of",
+            "s1",
+            "ingest",
+            "mswea",
+            fixtures().join("mswea").to_str().unwrap(),
+        ],
+    );
+    assert!(
+        !o.status.success() && stderr(&o).contains("can be read, not written"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&lake, &["--as-of", "nope", "tables"]);
+    assert!(
+        !o.status.success() && stderr(&o).contains("no snapshot named \"nope\""),
+        "{}",
+        stderr(&o)
+    );
+
+    // The diff's row changes match SQL counts at both commits.
+    ok(run(&lake, &["snapshot", "create", "s2"]));
+    let o = ok(run(&lake, &["snapshot", "diff", "s1", "s2"]));
+    let line = stdout(&o)
+        .lines()
+        .find(|l| l.contains("trajectories"))
+        .map(str::to_string)
+        .unwrap();
+    let cells: Vec<String> = line
+        .split(['|', '│'])
+        .map(|c| c.trim().to_string())
+        .collect();
+    assert_eq!(cells[4], before[0][0], "{line}");
+    assert_eq!(cells[5], after[0][0], "{line}");
+    let o = ok(run(&lake, &["snapshot", "show", "s1"]));
+    assert!(stdout(&o).contains("ingest albedo"), "{}", stdout(&o));
+}
+
+/// A one-value query `--as-of` a commit.
+fn sql_as_of(lake: &Path, at: &str, query: &str) -> String {
+    let o = ok(run(lake, &["--as-of", at, "sql", query, "--format", "csv"]));
+    stdout(&o).lines().nth(1).unwrap_or_default().to_string()
+}
