@@ -60,6 +60,8 @@ pub enum Command {
         #[command(subcommand)]
         what: cmd::tokenizer::TokenizerCommand,
     },
+    /// Reproduce an export from the lake commit its manifest records and check every file's sha256.
+    Rebuild(cmd::export::RebuildArgs),
     /// Name lake commits, and show or compare what they hold.
     Snapshot {
         #[command(subcommand)]
@@ -156,6 +158,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Export { what } => cmd::export::run(&lake, what).await,
         Command::Show(args) => cmd::show::run(&lake, args).await,
         Command::Snapshot { what } => cmd::snapshot::run(&lake, what).await,
+        Command::Rebuild(args) => cmd::export::rebuild(args).await,
         Command::Validate(args) => cmd::validate::run(&lake, args).await,
         Command::Tokenizer { what } => cmd::tokenizer::run(what),
         Command::Demo(args) => cmd::demo::run(args).await,

@@ -1,3 +1,4 @@
 //! Sinks: files other tools train on.
 
+pub mod manifest;
 pub mod sft;
