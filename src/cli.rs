@@ -62,6 +62,10 @@ pub enum Command {
     },
     /// Reproduce an export from the lake commit its manifest records and check every file's sha256.
     Rebuild(cmd::export::RebuildArgs),
+    /// Delete data files that no named snapshot and no latest lake commit reads.
+    Vacuum(cmd::maintain::VacuumArgs),
+    /// Compact the small files ingest flushes leave into larger ones.
+    Optimize,
     /// Name lake commits, and show or compare what they hold.
     Snapshot {
         #[command(subcommand)]
@@ -159,6 +163,8 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Show(args) => cmd::show::run(&lake, args).await,
         Command::Snapshot { what } => cmd::snapshot::run(&lake, what).await,
         Command::Rebuild(args) => cmd::export::rebuild(args).await,
+        Command::Vacuum(args) => cmd::maintain::vacuum(&lake, args).await,
+        Command::Optimize => cmd::maintain::optimize(&lake).await,
         Command::Validate(args) => cmd::validate::run(&lake, args).await,
         Command::Tokenizer { what } => cmd::tokenizer::run(what),
         Command::Demo(args) => cmd::demo::run(args).await,

@@ -72,7 +72,8 @@ pub async fn run(lake: &LakeArg, cmd: ExportCommand) -> anyhow::Result<ExitCode>
         SftFormatArg::Parquet => SftFormat::Parquet,
     };
     let s = export_sft(&lake, &args.table, format, &args.out).await?;
-    let export = serde_json::json!({"kind": "sft", "table": args.table, "format": format_name(format)});
+    let export =
+        serde_json::json!({"kind": "sft", "table": args.table, "format": format_name(format)});
     let m = manifest::build(&lake, export, &[args.out.as_path()]).await?;
     let mpath = manifest_path(&args.out);
     manifest::write(&m, &mpath).with_context(|| format!("writing {}", mpath.display()))?;
@@ -114,7 +115,11 @@ pub async fn rebuild(args: RebuildArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let kind = m.export["kind"].as_str().unwrap_or("");
-    anyhow::ensure!(kind == "sft", "{}: cannot rebuild an export of kind {kind:?}", args.manifest.display());
+    anyhow::ensure!(
+        kind == "sft",
+        "{}: cannot rebuild an export of kind {kind:?}",
+        args.manifest.display()
+    );
     let table = m.export["table"].as_str().unwrap_or("sft_mix");
     let format = match m.export["format"].as_str() {
         Some("parquet") => SftFormat::Parquet,
@@ -134,6 +139,10 @@ pub async fn rebuild(args: RebuildArgs) -> anyhow::Result<ExitCode> {
         for b in &bad {
             eprintln!("mismatch: {b}");
         }
-        anyhow::bail!("{} of {} rebuilt file(s) differ from the manifest", bad.len(), m.files.len())
+        anyhow::bail!(
+            "{} of {} rebuilt file(s) differ from the manifest",
+            bad.len(),
+            m.files.len()
+        )
     }
 }

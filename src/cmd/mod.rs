@@ -4,6 +4,7 @@ pub mod credit;
 pub mod demo;
 pub mod export;
 pub mod ingest;
+pub mod maintain;
 pub mod mix;
 pub mod select;
 pub mod show;

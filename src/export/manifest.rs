@@ -84,7 +84,8 @@ pub async fn build(
     }
     let mut entries = Vec::new();
     for f in files {
-        let (size, sha256) = hash_file(f).map_err(|e| ManifestError::Io(f.display().to_string(), e))?;
+        let (size, sha256) =
+            hash_file(f).map_err(|e| ManifestError::Io(f.display().to_string(), e))?;
         entries.push(FileEntry {
             path: f
                 .file_name()
@@ -109,7 +110,9 @@ pub async fn build(
 pub enum ManifestError {
     #[error(transparent)]
     Lake(#[from] LakeError),
-    #[error("the lake has no lake commit to record: write to it with this version of turnlake first")]
+    #[error(
+        "the lake has no lake commit to record: write to it with this version of turnlake first"
+    )]
     NoCommit,
     #[error("{0}")]
     Io(String, #[source] std::io::Error),
@@ -124,7 +127,8 @@ pub fn write(manifest: &Manifest, path: &Path) -> std::io::Result<()> {
 
 pub fn read(path: &Path) -> Result<Manifest, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    serde_json::from_slice(&bytes).map_err(|e| format!("{}: not a turnlake manifest: {e}", path.display()))
+    serde_json::from_slice(&bytes)
+        .map_err(|e| format!("{}: not a turnlake manifest: {e}", path.display()))
 }
 
 /// Compare rebuilt files in `dir` with the manifest; the files that differ, with why.

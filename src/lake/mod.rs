@@ -9,6 +9,7 @@
 
 mod lock;
 pub mod log;
+pub mod maintain;
 mod schema;
 pub mod snapshot;
 
@@ -379,6 +380,29 @@ impl Lake {
                 source,
             })?;
         Ok(Some(t))
+    }
+
+    /// The size of every file under a table's folder, by its path relative to the table.
+    async fn file_sizes(&self, name: &str) -> LakeResult<BTreeMap<String, u64>> {
+        use futures::TryStreamExt;
+        let (store, prefix) = self.store()?;
+        let dir = prefix.clone().join(name);
+        let metas: Vec<object_store::ObjectMeta> = store
+            .list(Some(&dir))
+            .try_collect()
+            .await
+            .map_err(|source| LakeError::List {
+                root: self.table_url(name).to_string(),
+                source,
+            })?;
+        let base = format!("{}/", dir.as_ref());
+        Ok(metas
+            .into_iter()
+            .map(|m| {
+                let p = m.location.as_ref();
+                (p.strip_prefix(&base).unwrap_or(p).to_string(), m.size)
+            })
+            .collect())
     }
 
     /// The table at its newest Delta version, committed or not (for writers and recovery).

@@ -230,21 +230,45 @@ fn an_export_as_of_a_snapshot_is_byte_identical_and_rebuild_verifies_it() {
     };
     steps(&lake);
     let first = tmp.path().join("first.jsonl");
-    ok(run(&lake, &["export", "sft", "--out", first.to_str().unwrap()]));
+    ok(run(
+        &lake,
+        &["export", "sft", "--out", first.to_str().unwrap()],
+    ));
     ok(run(&lake, &["snapshot", "create", "v1"]));
 
     // More data and the steps again: the export changes.
     ok(ingest(&lake, "albedo", &fixtures().join("albedo"), None));
-    ok(ingest(&lake, "mini-coder", &fixtures().join("mini-coder"), None));
+    ok(ingest(
+        &lake,
+        "mini-coder",
+        &fixtures().join("mini-coder"),
+        None,
+    ));
     steps(&lake);
     let second = tmp.path().join("second.jsonl");
-    ok(run(&lake, &["export", "sft", "--out", second.to_str().unwrap()]));
-    let (a, b) = (std::fs::read(&first).unwrap(), std::fs::read(&second).unwrap());
+    ok(run(
+        &lake,
+        &["export", "sft", "--out", second.to_str().unwrap()],
+    ));
+    let (a, b) = (
+        std::fs::read(&first).unwrap(),
+        std::fs::read(&second).unwrap(),
+    );
     assert_ne!(a, b, "the new data changes the export");
 
     // As of the snapshot: byte-identical to the first.
     let again = tmp.path().join("again.jsonl");
-    ok(run(&lake, &["--as-of", "v1", "export", "sft", "--out", again.to_str().unwrap()]));
+    ok(run(
+        &lake,
+        &[
+            "--as-of",
+            "v1",
+            "export",
+            "sft",
+            "--out",
+            again.to_str().unwrap(),
+        ],
+    ));
     assert_eq!(std::fs::read(&again).unwrap(), a);
 
     // The manifest records the lake commit, table versions and the file's hash;
@@ -256,13 +280,68 @@ fn an_export_as_of_a_snapshot_is_byte_identical_and_rebuild_verifies_it() {
     assert_eq!(manifest["files"][0]["path"], "first.jsonl");
     assert_eq!(manifest["files"][0]["size"], a.len() as u64);
     assert_eq!(manifest["written_by"]["sft_mix"]["command"], "mix");
-    let o = ok(bin().args(["rebuild", manifest_path.to_str().unwrap()]).output().unwrap());
-    assert!(stdout(&o).contains("every sha256 matches"), "{}", stdout(&o));
+    let o = ok(bin()
+        .args(["rebuild", manifest_path.to_str().unwrap()])
+        .output()
+        .unwrap());
+    assert!(
+        stdout(&o).contains("every sha256 matches"),
+        "{}",
+        stdout(&o)
+    );
     let mut tampered = manifest.clone();
     tampered["files"][0]["sha256"] = serde_json::json!("0".repeat(64));
     let bad = tmp.path().join("bad.manifest.json");
     std::fs::write(&bad, serde_json::to_vec(&tampered).unwrap()).unwrap();
-    let o = bin().args(["rebuild", bad.to_str().unwrap()]).output().unwrap();
+    let o = bin()
+        .args(["rebuild", bad.to_str().unwrap()])
+        .output()
+        .unwrap();
     assert!(!o.status.success());
-    assert!(stderr(&o).contains("mismatch: first.jsonl"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("mismatch: first.jsonl"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn vacuum_frees_bytes_and_keeps_every_named_snapshot_readable() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lake = tmp.path().join("lake");
+    ok(ingest(&lake, "albedo", &fixtures().join("albedo"), None));
+    ok(run(&lake, &["credit"]));
+    ok(run(&lake, &["snapshot", "create", "kept"]));
+    let query = "SELECT count(*) AS turns, sum(credit) AS credit, (SELECT count(*) FROM trajectories) AS trajectories FROM turn_credit";
+    let at_snapshot = stdout(&ok(run(
+        &lake,
+        &["--as-of", "kept", "sql", query, "--format", "csv"],
+    )));
+    // Many commits: each credit run rewrites its tables; each ingest adds small files.
+    for _ in 0..3 {
+        ok(run(&lake, &["credit"]));
+    }
+    ok(ingest(&lake, "mswea", &fixtures().join("mswea"), None));
+    let o = ok(run(&lake, &["optimize"]));
+    assert!(stdout(&o).contains("files compacted"), "{}", stdout(&o));
+    let latest = stdout(&ok(run(&lake, &["sql", query, "--format", "csv"])));
+
+    let o = ok(run(&lake, &["vacuum", "--retention-hours", "0"]));
+    let freed: u64 = stdout(&o)
+        .lines()
+        .find(|l| l.ends_with("bytes freed"))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{}", stdout(&o)));
+    assert!(freed > 0, "{}", stdout(&o));
+    // The snapshot and the latest commit still read exactly as before.
+    let again = stdout(&ok(run(
+        &lake,
+        &["--as-of", "kept", "sql", query, "--format", "csv"],
+    )));
+    assert_eq!(again, at_snapshot);
+    assert_eq!(
+        stdout(&ok(run(&lake, &["sql", query, "--format", "csv"]))),
+        latest
+    );
 }
