@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use crate::columns::strings;
 use crate::engine::{self, EngineError};
-use crate::lake::{Lake, LakeError, Writer};
+use crate::lake::{InputFile, Lake, LakeError, Writer};
 use crate::source::rows::{
     self, EvalRow, JudgmentRow, MessageRow, QuestionRow, RejectRow, TrajectoryRow, TurnRow,
 };
@@ -139,6 +139,27 @@ fn files_and_bar(
     let files = crate::source::collect_files(paths, wants)?;
     let bar = crate::progress::bytes_bar(files.iter().map(|f| file_len(f)).sum(), "ingest");
     Ok((files, bar))
+}
+
+/// The input files an ingest of `paths` reads, with their sizes, for its lake commit.
+fn input_files(kind: InputKind, paths: &[PathBuf]) -> std::io::Result<Vec<InputFile>> {
+    let files = match kind {
+        InputKind::Albedo { .. } => albedo::run_folders(paths)?
+            .into_iter()
+            .flat_map(|dir| albedo::ARTIFACTS.map(|name| dir.join(name)))
+            .filter(|f| f.exists())
+            .collect(),
+        InputKind::MiniCoder => crate::source::collect_files(paths, mini_coder::wants)?,
+        InputKind::Mswea => crate::source::collect_files(paths, mswea::wants)?,
+    };
+    Ok(files
+        .into_iter()
+        .map(|f| InputFile {
+            size: file_len(&f),
+            path: f.display().to_string(),
+            sha256: None,
+        })
+        .collect())
 }
 
 /// Run the reader for `kind` over `paths`, sending records to `tx`.
@@ -309,6 +330,13 @@ pub async fn ingest(
             serde_json::json!({"paths": paths, "kind": kind.name(), "verify": kind.verifies()}),
         )
         .await?;
+    let inputs = {
+        let paths = paths.clone();
+        tokio::task::spawn_blocking(move || input_files(kind, &paths))
+            .await
+            .map_err(|e| IngestError::Reader(panic_message(e)))??
+    };
+    writer.add_inputs(inputs);
     let mut known = known(lake).await?;
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Record>(64);
     let runs = known.runs.clone();

@@ -22,6 +22,8 @@ pub const SIDES: [(&str, &str, &str); 2] = [
 const GENERATED: &str = "generated-samples.jsonl";
 const SCORING: &str = "scoring-results.jsonl";
 const VERDICT: &str = "verdict.json";
+/// The files of an eval-run folder.
+pub const ARTIFACTS: [&str; 3] = [VERDICT, GENERATED, SCORING];
 
 pub struct AlbedoOptions {
     /// Check each artifact's sha256 against verdict.json.

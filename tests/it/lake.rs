@@ -345,3 +345,59 @@ fn vacuum_frees_bytes_and_keeps_every_named_snapshot_readable() {
         latest
     );
 }
+
+#[test]
+fn sigkill_at_any_time_leaves_a_lake_commit_and_a_rerun_converges() {
+    let tmp = tempfile::tempdir().unwrap();
+    let corpus = tmp.path().join("corpus");
+    ok(bin()
+        .args(["synth", "--out", corpus.to_str().unwrap(), "--seed", "9"])
+        .args([
+            "--eval-runs",
+            "3",
+            "--samples-per-run",
+            "20",
+            "--mini-coder",
+            "0",
+            "--mswea",
+            "0",
+        ])
+        .output()
+        .unwrap());
+    let runs = corpus.join("albedo");
+    let reference = tmp.path().join("reference");
+    ok(ingest(&reference, "mswea", &fixtures().join("mswea"), None));
+    let before = lake_state(&reference);
+    ok(ingest(&reference, "albedo", &runs, None));
+    let after = lake_state(&reference);
+    let mut outcomes = std::collections::BTreeSet::new();
+    for (i, millis) in [30u64, 120, 250, 400, 600, 900, 1300].iter().enumerate() {
+        let lake = tmp.path().join(format!("killed{i}"));
+        ok(ingest(&lake, "mswea", &fixtures().join("mswea"), None));
+        let mut child = bin()
+            .arg("--lake")
+            .arg(&lake)
+            .args(["ingest", "albedo"])
+            .arg(&runs)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(*millis));
+        let _ = child.kill(); // SIGKILL
+        let status = child.wait().unwrap();
+        let state = lake_state(&lake);
+        assert!(
+            state == before || state == after,
+            "killed after {millis} ms: the lake reads as neither commit: {state:?}"
+        );
+        outcomes.insert((status.success(), state == after));
+        ok(ingest(&lake, "albedo", &runs, None));
+        assert_eq!(
+            lake_state(&lake),
+            after,
+            "killed after {millis} ms: the rerun converges"
+        );
+    }
+    eprintln!("(finished, reads as the new commit) after a kill: {outcomes:?}");
+}
