@@ -28,7 +28,13 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         std::env::temp_dir().join(format!("turnlake-demo-{}", std::process::id()))
     });
     // Only ever clear what an earlier demo wrote here.
-    let ours = ["corpus", "lake", "plots", "sft_mix.jsonl"];
+    let ours = [
+        "corpus",
+        "lake",
+        "plots",
+        "sft_mix.jsonl",
+        "sft_mix.jsonl.manifest.json",
+    ];
     if dir.exists() {
         let foreign = std::fs::read_dir(&dir)
             .with_context(|| format!("reading {}", dir.display()))?
@@ -172,12 +178,28 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         &rows,
         crate::export::sft::SftFormat::Jsonl,
     )?;
+    let manifest = crate::export::manifest::build(
+        &lake,
+        serde_json::json!({"kind": "sft", "table": "sft_mix", "format": "jsonl"}),
+        &[out.as_path()],
+    )
+    .await?;
+    let manifest_path = super::export::manifest_path(&out);
+    crate::export::manifest::write(&manifest, &manifest_path)?;
     println!(
-        "   {} rows, {} messages, {} train turns -> {}",
+        "   {} rows, {} messages, {} train turns -> {} (lake commit {}; `turnlake rebuild {}` reproduces it)",
         s.rows,
         s.messages,
         s.train_turns,
-        out.display()
+        out.display(),
+        manifest.lake_commit,
+        manifest_path.display()
+    );
+    let snap =
+        crate::lake::snapshot::create(&lake, "demo", Some("the demo's export".into())).await?;
+    println!(
+        "   snapshot {} names lake commit {} (read it later with --as-of {})",
+        snap.name, snap.lake_version, snap.name
     );
 
     println!("\n== validate: every train turn through the shipped tokenizer and ChatML");

@@ -257,7 +257,7 @@ fn reproduction(s: &SelectSummary, figures: &[RecordBatch]) -> Reproduction {
     );
     t.add("select.recovery.available", n("recovery_available"));
     t.add("select.recovery.passing", n("recovery_passing"));
-    t.note("a repeat run: the two commands before a turn are the same normalized command; the escape's own command differs");
+    t.note("a repeat run: the two commands before a turn are the same normalized command; an escape's own command differs from the one before it, so a credited retry of a failed command is not an escape");
     t.note("finish_mini's \"submit turns available\" is read as candidates whose train turn is the closing submit");
     t.note("credit rows before/after the gate stand for the reference's before/after validation; 87 dropped = 4,751 - 4,664");
     t
