@@ -60,6 +60,8 @@ pub enum Command {
         #[command(subcommand)]
         what: cmd::tokenizer::TokenizerCommand,
     },
+    /// The whole pipeline as one batch job from a pipeline file; steps whose inputs, parameters and SQL are unchanged are skipped.
+    Build(cmd::build::BuildArgs),
     /// Reproduce an export from the lake commit its manifest records and check every file's sha256.
     Rebuild(cmd::export::RebuildArgs),
     /// Delete data files that no named snapshot and no latest lake commit reads.
@@ -163,6 +165,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Show(args) => cmd::show::run(&lake, args).await,
         Command::Snapshot { what } => cmd::snapshot::run(&lake, what).await,
         Command::Rebuild(args) => cmd::export::rebuild(args).await,
+        Command::Build(args) => cmd::build::run(&lake, args).await,
         Command::Vacuum(args) => cmd::maintain::vacuum(&lake, args).await,
         Command::Optimize => cmd::maintain::optimize(&lake).await,
         Command::Validate(args) => cmd::validate::run(&lake, args).await,

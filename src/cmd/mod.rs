@@ -1,5 +1,6 @@
 //! One module per subcommand: each takes its validated arguments and runs.
 
+pub mod build;
 pub mod credit;
 pub mod demo;
 pub mod export;

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use crate::cli::LakeArg;
 use crate::engine;
 use crate::export::sft;
+use crate::lake::Lake;
 use crate::pipeline::reproduction::{Reproduction, Unit};
 use crate::tokenize::hf::HfEncoder;
 use crate::tokenize::template::ChatTemplate;
@@ -167,7 +168,31 @@ pub fn print_report(r: &ValidationReport) {
     }
 }
 
-pub async fn run(lake: &LakeArg, args: ValidateArgs) -> anyhow::Result<ExitCode> {
+/// The validation's parameters, as its lake commit records them and `build` compares them.
+pub fn params(args: &ValidateArgs) -> serde_json::Value {
+    serde_json::json!({
+        "table": args.table,
+        "tokenizer": args.tokenizer,
+        "tiktoken": args.tiktoken,
+        "pattern": args.pattern,
+        "template": args.template,
+        "limit": args.limit,
+        "over_limit": format!("{:?}", args.over_limit),
+        "mode": args.mode,
+    })
+}
+
+/// What one validation found and wrote.
+pub struct Validated {
+    pub report: ValidationReport,
+    pub secs: f64,
+    /// Rows written to sft_validated (`None` when read --as-of, which writes nothing).
+    pub kept: Option<usize>,
+}
+
+/// Validate `args.table` of `lake` and, unless it is read --as-of or a train
+/// turn fails, write the rows that pass to sft_validated in one lake commit.
+pub async fn validate_table(lake: &Lake, args: &ValidateArgs) -> anyhow::Result<Validated> {
     let enc = encoder(
         args.tokenizer.as_ref(),
         args.tiktoken.as_ref(),
@@ -180,18 +205,15 @@ pub async fn run(lake: &LakeArg, args: ValidateArgs) -> anyhow::Result<ExitCode>
         )
         .map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?,
     };
-    let lake = lake.open().await?;
     // What is validated is what the lake holds now: take the writer lock first
     // (unless reading --as-of an earlier commit, which writes nothing).
     let writer = if lake.is_pinned() {
         None
     } else {
-        Some(
-            lake.begin("validate", serde_json::json!({"table": args.table}))
-                .await?,
-        )
+        Some(lake.begin("validate", params(args)).await?)
     };
-    let rows = sft::rows(&lake, &args.table)
+    let input_version = lake.view().await?.tables.get(&args.table).copied();
+    let rows = sft::rows(lake, &args.table)
         .await
         .context("reading the rows to validate")?;
     let bar = crate::progress::bar(rows.len() as u64, "validate");
@@ -206,6 +228,48 @@ pub async fn run(lake: &LakeArg, args: ValidateArgs) -> anyhow::Result<ExitCode>
     );
     let secs = started.elapsed().as_secs_f64();
     bar.finish_and_clear();
+    let (Some(mut writer), true) = (writer, report.failures.is_empty()) else {
+        return Ok(Validated {
+            report,
+            secs,
+            kept: None,
+        });
+    };
+    // sft_validated: the rows that passed, less those over the limit when dropping.
+    let dropped: Vec<String> = if args.over_limit == OverLimit::Drop {
+        report.over_limit_rows.clone()
+    } else {
+        Vec::new()
+    };
+    let ctx = engine::session(lake).await?;
+    let kept = {
+        use datafusion::prelude::{col, lit};
+        let dropped_ids = dropped.iter().map(|r| lit(r.as_str())).collect();
+        ctx.table(args.table.as_str())
+            .await?
+            .filter(col("row_id").in_list(dropped_ids, true))?
+            .sort(vec![col("row_id").sort(true, false)])?
+            .collect()
+            .await
+            .context("validate: keeping rows")?
+    };
+    let n_kept = kept.iter().map(|b| b.num_rows()).sum();
+    let provenance = serde_json::json!({"step": "validate", "inputs": {&args.table: input_version},
+                                        "params": params(args), "dropped": dropped.len()});
+    lake.overwrite("sft_validated", kept, provenance.clone())
+        .await?;
+    writer.set_params(provenance);
+    writer.finish().await?;
+    Ok(Validated {
+        report,
+        secs,
+        kept: Some(n_kept),
+    })
+}
+
+pub async fn run(lake: &LakeArg, args: ValidateArgs) -> anyhow::Result<ExitCode> {
+    let lake = lake.open().await?;
+    let Validated { report, secs, kept } = validate_table(&lake, &args).await?;
     match args.format {
         super::stats::ReportFormat::Json => println!(
             "{}",
@@ -228,42 +292,18 @@ pub async fn run(lake: &LakeArg, args: ValidateArgs) -> anyhow::Result<ExitCode>
             report.train_turns
         );
     }
-    let Some(mut writer) = writer else {
-        println!("read --as-of an earlier lake commit: sft_validated is not written");
-        return Ok(ExitCode::SUCCESS);
-    };
-    // sft_validated: the rows that passed, less those over the limit when dropping.
-    let dropped: Vec<String> = if args.over_limit == OverLimit::Drop {
-        report.over_limit_rows.clone()
-    } else {
-        Vec::new()
-    };
-    let ctx = engine::session(&lake).await?;
-    let kept = {
-        use datafusion::prelude::{col, lit};
-        let dropped_ids = dropped.iter().map(|r| lit(r.as_str())).collect();
-        ctx.table(args.table.as_str())
-            .await?
-            .filter(col("row_id").in_list(dropped_ids, true))?
-            .sort(vec![col("row_id").sort(true, false)])?
-            .collect()
-            .await
-            .context("validate: keeping rows")?
-    };
-    let provenance = serde_json::json!({"step": "validate", "input": args.table, "limit": args.limit, "mode": args.mode, "over_limit": format!("{:?}", args.over_limit), "dropped": dropped.len()});
-    lake.overwrite("sft_validated", kept, provenance.clone())
-        .await?;
-    writer.set_params(provenance);
-    writer.finish().await?;
-    println!(
-        "{} row(s) over {} tokens {}; sft_validated written",
-        report.over_limit_rows.len(),
-        args.limit,
-        if dropped.is_empty() {
-            "kept"
-        } else {
-            "dropped"
-        }
-    );
+    match kept {
+        None => println!("read --as-of an earlier lake commit: sft_validated is not written"),
+        Some(_) => println!(
+            "{} row(s) over {} tokens {}; sft_validated written",
+            report.over_limit_rows.len(),
+            args.limit,
+            if args.over_limit == OverLimit::Drop {
+                "dropped"
+            } else {
+                "kept"
+            }
+        ),
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -401,3 +401,76 @@ fn sigkill_at_any_time_leaves_a_lake_commit_and_a_rerun_converges() {
     }
     eprintln!("(finished, reads as the new commit) after a kill: {outcomes:?}");
 }
+
+/// The closing table of `turnlake build`: step -> ran / skipped.
+fn build_steps(o: &std::process::Output) -> Vec<(String, String)> {
+    stdout(o)
+        .lines()
+        .filter_map(|l| {
+            let cells: Vec<&str> = l.split(['|', '│']).map(str::trim).collect();
+            (cells.len() > 3 && cells[1] != "step" && (cells[2] == "ran" || cells[2] == "skipped"))
+                .then(|| (cells[1].to_string(), cells[2].to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn build_skips_what_is_current_and_reruns_from_a_changed_parameter() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = fixtures().join("select");
+    let select = tmp.path().join("select.toml");
+    let default =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("data/select.toml"))
+            .unwrap();
+    std::fs::write(&select, &default).unwrap();
+    let pipeline = tmp.path().join("pipeline.toml");
+    std::fs::write(
+        &pipeline,
+        format!(
+            "[inputs]\nalbedo = [{:?}]\nmini_coder = [{:?}]\n[configs]\nselect = \"select.toml\"\n[outputs]\nsft = \"out/mix.jsonl\"\n",
+            f.join("albedo"),
+            f.join("mini-coder")
+        ),
+    )
+    .unwrap();
+    let lake = tmp.path().join("lake");
+    let build = || ok(run(&lake, &["build", pipeline.to_str().unwrap()]));
+    let steps = [
+        "ingest albedo",
+        "ingest mini-coder",
+        "credit",
+        "select",
+        "mix",
+        "validate",
+        "export sft",
+    ];
+    let first = build_steps(&build());
+    assert_eq!(
+        first.iter().map(|(s, _)| s.as_str()).collect::<Vec<_>>(),
+        steps
+    );
+    assert!(first.iter().all(|(_, r)| r == "ran"), "{first:?}");
+    let export = std::fs::read(tmp.path().join("out/mix.jsonl")).unwrap();
+    assert!(tmp.path().join("out/mix.jsonl.manifest.json").exists());
+
+    let second = build_steps(&build());
+    assert!(second.iter().all(|(_, r)| r == "skipped"), "{second:?}");
+
+    // One selection parameter changes: credit stays, select and everything after reruns.
+    std::fs::write(&select, default.replace("cap = 16000", "cap = 1")).unwrap();
+    let third = build_steps(&build());
+    let ran: Vec<&str> = third
+        .iter()
+        .filter(|(_, r)| r == "ran")
+        .map(|(s, _)| s.as_str())
+        .collect();
+    assert_eq!(
+        ran,
+        ["select", "mix", "validate", "export sft"],
+        "{third:?}"
+    );
+    assert_ne!(
+        std::fs::read(tmp.path().join("out/mix.jsonl")).unwrap(),
+        export
+    );
+}

@@ -1,0 +1,445 @@
+//! `turnlake build PIPELINE.toml`: the whole pipeline as one batch job —
+//! ingest, credit, select, mix, validate, export — where each step is
+//! skipped when what it would read (table versions), its parameters and its
+//! SQL equal what its last run recorded, so a rerun after a crash or a
+//! config change redoes only what changed. `data/pipeline.toml` is the
+//! documented example.
+
+use anyhow::Context;
+use clap::Args;
+use comfy_table::Table;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use super::export::manifest_path;
+use super::validate::{OverLimit, ValidateArgs};
+use crate::cli::LakeArg;
+use crate::export::{manifest, sft};
+use crate::lake::Lake;
+use crate::pipeline::credit::{self, CreditConfig};
+use crate::pipeline::ingest::{ingest, InputKind};
+use crate::pipeline::mix;
+use crate::pipeline::select::{self, SelectConfig, PRODUCTS};
+use crate::tokenize::validate::Mode;
+
+#[derive(Debug, Args)]
+pub struct BuildArgs {
+    /// The pipeline file (see data/pipeline.toml); its paths are relative to it.
+    pub pipeline: PathBuf,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Inputs {
+    #[serde(default)]
+    albedo: Vec<PathBuf>,
+    #[serde(default)]
+    mini_coder: Vec<PathBuf>,
+    #[serde(default)]
+    mswea: Vec<PathBuf>,
+    #[serde(default = "yes")]
+    verify: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Configs {
+    credit: Option<PathBuf>,
+    select: Option<PathBuf>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Outputs {
+    sft: PathBuf,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PipelineFile {
+    #[serde(default)]
+    inputs: Inputs,
+    #[serde(default)]
+    configs: Configs,
+    outputs: Outputs,
+    #[serde(default = "default_limit")]
+    limit: usize,
+}
+
+fn default_limit() -> usize {
+    32768
+}
+
+/// One line of the closing table.
+struct StepRun {
+    step: String,
+    ran: bool,
+    rows_out: u64,
+    secs: f64,
+    peak_mib: u64,
+    note: String,
+}
+
+/// The process's peak resident memory so far, in MiB.
+fn peak_mib() -> u64 {
+    // SAFETY: getrusage fills the struct it is given.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
+        return 0;
+    }
+    u.ru_maxrss as u64 / 1024
+}
+
+/// What a step's last run recorded, from the lake commit that wrote `output`'s version.
+async fn recorded(lake: &Lake, output: &str) -> anyhow::Result<Option<serde_json::Value>> {
+    let view = lake.view().await?;
+    let Some(version) = view.tables.get(output) else {
+        return Ok(None);
+    };
+    let log = lake.log()?;
+    let Some(latest) = view.commit.as_ref().map(|c| c.version) else {
+        return Ok(None);
+    };
+    for v in log.versions().await? {
+        if v > latest {
+            break;
+        }
+        let c = log.read(v).await?;
+        if c.tables.get(output) == Some(version) {
+            return Ok(Some(c.params));
+        }
+    }
+    Ok(None)
+}
+
+/// The versions readers see now of `tables`.
+async fn versions(lake: &Lake, tables: &[&str]) -> anyhow::Result<serde_json::Value> {
+    let view = lake.view().await?;
+    Ok(tables
+        .iter()
+        .map(|t| (t.to_string(), serde_json::json!(view.tables.get(*t))))
+        .collect::<serde_json::Map<_, _>>()
+        .into())
+}
+
+/// Whether a step's recorded run read these inputs with these parameters
+/// (and, for a step whose SQL is a file, that SQL).
+fn up_to_date(
+    recorded: &Option<serde_json::Value>,
+    inputs: &serde_json::Value,
+    params: &serde_json::Value,
+    sql: Option<&str>,
+) -> bool {
+    recorded.as_ref().is_some_and(|r| {
+        &r["inputs"] == inputs
+            && &r["params"] == params
+            && sql.is_none_or(|sql| {
+                r["sql_sha256"] == crate::source::derive::sha256_hex(sql.as_bytes())
+            })
+    })
+}
+
+async fn rows(lake: &Lake, tables: &[&str]) -> anyhow::Result<u64> {
+    let ctx = crate::engine::session(lake).await?;
+    let mut n = 0;
+    for t in tables {
+        if ctx.table_exist(*t)? {
+            n += ctx.table(*t).await?.count().await? as u64;
+        }
+    }
+    Ok(n)
+}
+
+pub async fn run(lake_arg: &LakeArg, args: BuildArgs) -> anyhow::Result<ExitCode> {
+    let text = std::fs::read_to_string(&args.pipeline)
+        .with_context(|| format!("reading {}", args.pipeline.display()))?;
+    let file: PipelineFile =
+        toml::from_str(&text).with_context(|| format!("{}", args.pipeline.display()))?;
+    let base = args
+        .pipeline
+        .parent()
+        .unwrap_or(Path::new("."))
+        .to_path_buf();
+    let at = |p: &Path| base.join(p);
+    let credit_config = super::load_config(
+        file.configs.credit.as_ref().map(|p| at(p)).as_ref(),
+        CreditConfig::default_config,
+        CreditConfig::from_toml,
+    )?;
+    let select_config = super::load_config(
+        file.configs.select.as_ref().map(|p| at(p)).as_ref(),
+        SelectConfig::default_config,
+        SelectConfig::from_toml,
+    )?;
+    let lake = lake_arg.open().await?;
+    let mut runs: Vec<StepRun> = Vec::new();
+    let mut step = |name: &str, ran: bool, rows_out: u64, started: Instant, note: String| {
+        let r = StepRun {
+            step: name.to_string(),
+            ran,
+            rows_out,
+            secs: started.elapsed().as_secs_f64(),
+            peak_mib: peak_mib(),
+            note,
+        };
+        eprintln!(
+            "build: {:<20} {:<8} {:>9} rows out  {:>7.2} s",
+            r.step,
+            if r.ran { "ran" } else { "skipped" },
+            r.rows_out,
+            r.secs
+        );
+        runs.push(r);
+    };
+
+    // Ingest is incremental by itself: content the lake holds is not written again.
+    for (label, kind, paths) in [
+        (
+            "ingest albedo",
+            InputKind::Albedo {
+                verify: file.inputs.verify,
+            },
+            &file.inputs.albedo,
+        ),
+        (
+            "ingest mini-coder",
+            InputKind::MiniCoder,
+            &file.inputs.mini_coder,
+        ),
+        ("ingest mswea", InputKind::Mswea, &file.inputs.mswea),
+    ] {
+        if paths.is_empty() {
+            continue;
+        }
+        let started = Instant::now();
+        let r = ingest(&lake, kind, paths.iter().map(|p| at(p)).collect())
+            .await
+            .with_context(|| format!("{label} failed"))?;
+        let note = format!(
+            "read {} = written {} + unchanged {} + rejected {}",
+            r.read, r.written, r.unchanged, r.rejected
+        );
+        step(
+            label,
+            r.written > 0 || r.rejected > 0,
+            r.trajectories,
+            started,
+            note,
+        );
+    }
+
+    let started = Instant::now();
+    let inputs = versions(&lake, &["judgments", "questions", "trajectories", "turns"]).await?;
+    let params = serde_json::to_value(&credit_config)?;
+    if up_to_date(
+        &recorded(&lake, "turn_credit").await?,
+        &inputs,
+        &params,
+        Some(credit::SQL),
+    ) {
+        step(
+            "credit",
+            false,
+            0,
+            started,
+            "inputs and parameters unchanged".into(),
+        );
+    } else {
+        let s = credit::build(&lake, &credit_config)
+            .await
+            .context("credit failed")?;
+        step(
+            "credit",
+            true,
+            (s.citations + s.turns + s.sides) as u64,
+            started,
+            String::new(),
+        );
+    }
+
+    let started = Instant::now();
+    let inputs = versions(
+        &lake,
+        &["trajectories", "turns", "judgments", "turn_credit"],
+    )
+    .await?;
+    let params = serde_json::to_value(&select_config)?;
+    if up_to_date(
+        &recorded(&lake, "sft_credit").await?,
+        &inputs,
+        &params,
+        Some(select::SQL),
+    ) {
+        step(
+            "select",
+            false,
+            0,
+            started,
+            "inputs and parameters unchanged".into(),
+        );
+    } else {
+        select::build(&lake, &select_config)
+            .await
+            .context("select failed")?;
+        let out: Vec<&str> = PRODUCTS.iter().map(|(_, t)| *t).collect();
+        step(
+            "select",
+            true,
+            rows(&lake, &out).await?,
+            started,
+            String::new(),
+        );
+    }
+
+    let started = Instant::now();
+    let product_tables: Vec<&str> = PRODUCTS.iter().map(|(_, t)| *t).collect();
+    let inputs = versions(&lake, &product_tables).await?;
+    let params = serde_json::to_value(&select_config.mix)?;
+    if up_to_date(&recorded(&lake, "sft_mix").await?, &inputs, &params, None) {
+        step(
+            "mix",
+            false,
+            0,
+            started,
+            "inputs and parameters unchanged".into(),
+        );
+    } else {
+        let r = mix::build(&lake, &select_config.mix)
+            .await
+            .context("mix failed")?;
+        step(
+            "mix",
+            true,
+            r.mixes.iter().map(|m| m.rows as u64).sum(),
+            started,
+            String::new(),
+        );
+    }
+
+    let started = Instant::now();
+    let validate_args = ValidateArgs {
+        table: "sft_mix".into(),
+        tokenizer: None,
+        tiktoken: None,
+        pattern: crate::tokenize::tiktoken::QWEN_PATTERN.into(),
+        template: None,
+        limit: file.limit,
+        over_limit: OverLimit::Keep,
+        format: super::stats::ReportFormat::Table,
+        mode: Mode::Whole,
+    };
+    let inputs = versions(&lake, &["sft_mix"]).await?;
+    let params = super::validate::params(&validate_args);
+    if up_to_date(
+        &recorded(&lake, "sft_validated").await?,
+        &inputs,
+        &params,
+        None,
+    ) {
+        step(
+            "validate",
+            false,
+            0,
+            started,
+            "inputs and parameters unchanged".into(),
+        );
+    } else {
+        let v = super::validate::validate_table(&lake, &validate_args).await?;
+        anyhow::ensure!(
+            v.report.failures.is_empty(),
+            "validate: {} of {} train turns do not decode back to their content (run `turnlake validate` for each one)",
+            v.report.failures.len(),
+            v.report.train_turns
+        );
+        step(
+            "validate",
+            true,
+            v.kept.unwrap_or(0) as u64,
+            started,
+            format!(
+                "{:.2}% of train turns decode back",
+                100.0 * v.report.pass_rate()
+            ),
+        );
+    }
+
+    // The export is current when its manifest records the versions readers see now
+    // and the file still has the recorded hash.
+    let started = Instant::now();
+    let out = at(&file.outputs.sft);
+    let mpath = manifest_path(&out);
+    let view = lake.view().await?;
+    let current = manifest::read(&mpath).ok().is_some_and(|m| {
+        m.tables.get("sft_mix") == view.tables.get("sft_mix")
+            && manifest::verify(&m, out.parent().unwrap_or(Path::new("."))).is_empty()
+    });
+    if current {
+        step(
+            "export sft",
+            false,
+            0,
+            started,
+            format!("{} is current", out.display()),
+        );
+    } else {
+        if let Some(dir) = out.parent() {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        let rows = sft::rows(&lake, "sft_mix").await.context("export failed")?;
+        let tmp = out.with_extension("partial");
+        let s = sft::write(
+            std::io::BufWriter::new(
+                std::fs::File::create(&tmp)
+                    .with_context(|| format!("creating {}", tmp.display()))?,
+            ),
+            &rows,
+            sft::SftFormat::Jsonl,
+        )?;
+        std::fs::rename(&tmp, &out).with_context(|| format!("writing {}", out.display()))?;
+        let m = manifest::build(
+            &lake,
+            serde_json::json!({"kind": "sft", "table": "sft_mix", "format": "jsonl"}),
+            &[out.as_path()],
+        )
+        .await?;
+        manifest::write(&m, &mpath).with_context(|| format!("writing {}", mpath.display()))?;
+        step(
+            "export sft",
+            true,
+            s.rows as u64,
+            started,
+            out.display().to_string(),
+        );
+    }
+
+    let mut t = Table::new();
+    t.load_preset(comfy_table::presets::ASCII_FULL_CONDENSED);
+    t.set_header(vec![
+        "step",
+        "ran",
+        "rows out",
+        "seconds",
+        "peak RSS so far (MiB)",
+        "note",
+    ]);
+    let summary: BTreeMap<usize, &StepRun> = runs.iter().enumerate().collect();
+    for r in summary.values() {
+        t.add_row(vec![
+            r.step.clone(),
+            if r.ran { "ran" } else { "skipped" }.to_string(),
+            r.rows_out.to_string(),
+            format!("{:.2}", r.secs),
+            r.peak_mib.to_string(),
+            r.note.clone(),
+        ]);
+    }
+    println!("{t}");
+    Ok(ExitCode::SUCCESS)
+}
