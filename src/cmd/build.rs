@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use super::export::manifest_path;
-use super::validate::{OverLimit, ValidateArgs};
+use super::validate::ValidateArgs;
 use crate::cli::LakeArg;
 use crate::export::{manifest, sft};
 use crate::lake::Lake;
@@ -23,7 +23,6 @@ use crate::pipeline::credit::{self, CreditConfig};
 use crate::pipeline::ingest::{ingest, InputKind};
 use crate::pipeline::mix;
 use crate::pipeline::select::{self, SelectConfig, PRODUCTS};
-use crate::tokenize::validate::Mode;
 
 #[derive(Debug, Args)]
 pub struct BuildArgs {
@@ -324,17 +323,7 @@ pub async fn run(lake_arg: &LakeArg, args: BuildArgs) -> anyhow::Result<ExitCode
     }
 
     let started = Instant::now();
-    let validate_args = ValidateArgs {
-        table: "sft_mix".into(),
-        tokenizer: None,
-        tiktoken: None,
-        pattern: crate::tokenize::tiktoken::QWEN_PATTERN.into(),
-        template: None,
-        limit: file.limit,
-        over_limit: OverLimit::Keep,
-        format: super::stats::ReportFormat::Table,
-        mode: Mode::Whole,
-    };
+    let validate_args = ValidateArgs::defaults(file.limit);
     let inputs = versions(&lake, &["sft_mix"]).await?;
     let params = super::validate::params(&validate_args);
     if up_to_date(

@@ -34,6 +34,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         "plots",
         "sft_mix.jsonl",
         "sft_mix.jsonl.manifest.json",
+        "pipeline.toml",
     ];
     if dir.exists() {
         let foreign = std::fs::read_dir(&dir)
@@ -170,6 +171,12 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         );
     }
 
+    println!("\n== validate: every train turn through the shipped tokenizer and ChatML");
+    let validated =
+        super::validate::validate_table(&lake, &super::validate::ValidateArgs::defaults(32768))
+            .await?;
+    super::validate::print_report(&validated.report);
+
     println!("\n== export sft");
     let out = dir.join("sft_mix.jsonl");
     let rows = crate::export::sft::rows(&lake, "sft_mix").await?;
@@ -202,17 +209,22 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         snap.name, snap.lake_version, snap.name
     );
 
-    println!("\n== validate: every train turn through the shipped tokenizer and ChatML");
-    let enc = super::validate::encoder(None, None, crate::tokenize::tiktoken::QWEN_PATTERN)?;
-    let report = crate::tokenize::validate::validate(
-        enc.as_ref(),
-        &crate::tokenize::template::ChatTemplate::chatml(),
-        &rows,
-        32768,
-        crate::tokenize::validate::Mode::Whole,
-        &|| {},
+    println!(
+        "\n== build: the same pipeline as one batch job (pipeline.toml); every step is current"
     );
-    super::validate::print_report(&report);
+    let pipeline = dir.join("pipeline.toml");
+    std::fs::write(
+        &pipeline,
+        "[inputs]\nalbedo = [\"corpus/albedo\"]\nmini_coder = [\"corpus/mini-coder\"]\nmswea = [\"corpus/mswea\"]\n\n[outputs]\nsft = \"sft_mix.jsonl\"\n",
+    )?;
+    super::build::run(
+        &crate::cli::LakeArg {
+            root: lake.root().to_string(),
+            as_of: None,
+        },
+        super::build::BuildArgs { pipeline },
+    )
+    .await?;
 
     println!(
         "\nlake left at {} (try: turnlake --lake {} sql \"SELECT * FROM trajectories LIMIT 5\")",

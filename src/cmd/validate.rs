@@ -168,6 +168,23 @@ pub fn print_report(r: &ValidationReport) {
     }
 }
 
+impl ValidateArgs {
+    /// sft_mix through the shipped tokenizer and ChatML, whole conversations, rows over `limit` kept.
+    pub fn defaults(limit: usize) -> ValidateArgs {
+        ValidateArgs {
+            table: "sft_mix".into(),
+            tokenizer: None,
+            tiktoken: None,
+            pattern: QWEN_PATTERN.into(),
+            template: None,
+            limit,
+            over_limit: OverLimit::Keep,
+            format: super::stats::ReportFormat::Table,
+            mode: Mode::Whole,
+        }
+    }
+}
+
 /// The validation's parameters, as its lake commit records them and `build` compares them.
 pub fn params(args: &ValidateArgs) -> serde_json::Value {
     serde_json::json!({
