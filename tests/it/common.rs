@@ -31,6 +31,24 @@ pub fn shared_samples(test: &str) -> Option<PathBuf> {
     }
 }
 
+/// Write a synthetic corpus under `out` (`--params` when given) and return its truth.
+pub fn synth_corpus(
+    out: &Path,
+    seed: u64,
+    (eval_runs, samples, mini_coder, mswea): (u32, u32, u32, u32),
+    params: Option<&Path>,
+) -> serde_json::Value {
+    let mut c = bin();
+    c.arg("synth").arg("--out").arg(out).args(["--seed", &seed.to_string()]);
+    c.args(["--eval-runs", &eval_runs.to_string(), "--samples-per-run", &samples.to_string()]);
+    c.args(["--mini-coder", &mini_coder.to_string(), "--mswea", &mswea.to_string()]);
+    if let Some(p) = params {
+        c.arg("--params").arg(p);
+    }
+    ok(c.output().expect("run turnlake synth"));
+    serde_json::from_slice(&std::fs::read(out.join("truth.json")).unwrap()).unwrap()
+}
+
 /// The output of a command that must succeed.
 pub fn ok(o: Output) -> Output {
     assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));

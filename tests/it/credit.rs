@@ -310,21 +310,7 @@ fn the_reproduction_table_shows_the_lake_beside_the_reference_and_the_planted_tr
     assert_ne!(changed, default);
     std::fs::write(&params, changed).unwrap();
     let corpus = tmp.path().join("corpus");
-    ok(bin()
-        .args(["synth", "--out", corpus.to_str().unwrap(), "--seed", "5"])
-        .args(["--params", params.to_str().unwrap()])
-        .args([
-            "--eval-runs",
-            "4",
-            "--samples-per-run",
-            "50",
-            "--mini-coder",
-            "0",
-            "--mswea",
-            "0",
-        ])
-        .output()
-        .unwrap());
+    synth_corpus(&corpus, 5, (4, 50, 0, 0), Some(&params));
     let lake = tmp.path().join("lake");
     ingest_albedo(&lake, &corpus.join("albedo"), true);
     credit(&lake, &[]);

@@ -350,20 +350,7 @@ fn vacuum_frees_bytes_and_keeps_every_named_snapshot_readable() {
 fn sigkill_at_any_time_leaves_a_lake_commit_and_a_rerun_converges() {
     let tmp = tempfile::tempdir().unwrap();
     let corpus = tmp.path().join("corpus");
-    ok(bin()
-        .args(["synth", "--out", corpus.to_str().unwrap(), "--seed", "9"])
-        .args([
-            "--eval-runs",
-            "3",
-            "--samples-per-run",
-            "20",
-            "--mini-coder",
-            "0",
-            "--mswea",
-            "0",
-        ])
-        .output()
-        .unwrap());
+    synth_corpus(&corpus, 9, (3, 20, 0, 0), None);
     let runs = corpus.join("albedo");
     let reference = tmp.path().join("reference");
     ok(ingest(&reference, "mswea", &fixtures().join("mswea"), None));

@@ -114,20 +114,7 @@ fn udfs_match_ingest_on_a_whole_synthetic_corpus() {
     let tmp = tempfile::tempdir().unwrap();
     let corpus = tmp.path().join("corpus");
     let lake = tmp.path().join("lake");
-    ok(bin()
-        .args(["synth", "--out", corpus.to_str().unwrap(), "--seed", "7"])
-        .args([
-            "--eval-runs",
-            "4",
-            "--samples-per-run",
-            "12",
-            "--mini-coder",
-            "200",
-            "--mswea",
-            "24",
-        ])
-        .output()
-        .unwrap());
+    synth_corpus(&corpus, 7, (4, 12, 200, 24), None);
     for (kind, dir) in [
         ("albedo", "albedo"),
         ("mini-coder", "mini-coder"),
