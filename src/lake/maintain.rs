@@ -19,7 +19,7 @@ pub struct Maintenance {
 fn delta(name: &str) -> impl Fn(deltalake::DeltaTableError) -> LakeError + '_ {
     move |source| LakeError::Delta {
         table: name.to_string(),
-        source,
+        source: Box::new(source),
     }
 }
 

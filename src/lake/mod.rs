@@ -41,7 +41,7 @@ pub enum LakeError {
     Delta {
         table: String,
         #[source]
-        source: deltalake::DeltaTableError,
+        source: Box<deltalake::DeltaTableError>,
     },
     #[error("listing the lake at {root}")]
     List {
@@ -316,7 +316,7 @@ impl Lake {
             .await
             .map_err(|source| LakeError::Delta {
                 table: name.to_string(),
-                source,
+                source: Box::new(source),
             })?;
         Ok(())
     }
@@ -377,7 +377,7 @@ impl Lake {
             .await
             .map_err(|source| LakeError::Delta {
                 table: name.to_string(),
-                source,
+                source: Box::new(source),
             })?;
         Ok(Some(t))
     }
@@ -414,7 +414,7 @@ impl Lake {
             .await
             .map_err(|source| LakeError::Delta {
                 table: name.to_string(),
-                source,
+                source: Box::new(source),
             })?;
         Ok(t.version().map(|_| t))
     }
@@ -453,7 +453,7 @@ impl Lake {
         }
         let delta = |source| LakeError::Delta {
             table: name.to_string(),
-            source,
+            source: Box::new(source),
         };
         if let Some(dir) = self.local_dir(name) {
             std::fs::create_dir_all(&dir).map_err(|e| LakeError::Root {
@@ -491,7 +491,7 @@ impl Lake {
     ) -> LakeResult<()> {
         let delta = |source| LakeError::Delta {
             table: name.to_string(),
-            source,
+            source: Box::new(source),
         };
         if let Some(table) = self.newest(name).await? {
             table
@@ -511,7 +511,7 @@ impl Lake {
             if let Some(t) = self.table(name).await? {
                 let snapshot = t.snapshot().map_err(|source| LakeError::Delta {
                     table: name.clone(),
-                    source,
+                    source: Box::new(source),
                 })?;
                 out.push(TableInfo {
                     name: name.clone(),

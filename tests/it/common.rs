@@ -39,9 +39,22 @@ pub fn synth_corpus(
     params: Option<&Path>,
 ) -> serde_json::Value {
     let mut c = bin();
-    c.arg("synth").arg("--out").arg(out).args(["--seed", &seed.to_string()]);
-    c.args(["--eval-runs", &eval_runs.to_string(), "--samples-per-run", &samples.to_string()]);
-    c.args(["--mini-coder", &mini_coder.to_string(), "--mswea", &mswea.to_string()]);
+    c.arg("synth")
+        .arg("--out")
+        .arg(out)
+        .args(["--seed", &seed.to_string()]);
+    c.args([
+        "--eval-runs",
+        &eval_runs.to_string(),
+        "--samples-per-run",
+        &samples.to_string(),
+    ]);
+    c.args([
+        "--mini-coder",
+        &mini_coder.to_string(),
+        "--mswea",
+        &mswea.to_string(),
+    ]);
     if let Some(p) = params {
         c.arg("--params").arg(p);
     }
