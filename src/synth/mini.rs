@@ -17,6 +17,9 @@ use crate::turn::ObsFormat;
 
 const SYSTEM: &str = "You are a helpful assistant that can interact with a computer.\n\nYour response must contain exactly ONE bash code block with ONE command (or commands connected with && or ||).\nInclude a THOUGHT section before your command where you explain your reasoning process.";
 const MARKER: &str = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT";
+/// About one instance per this many trajectories (the reference: 396,382
+/// trajectories of some 20,000 instances).
+const INSTANCE_SHARE_DIVISOR: u64 = 20;
 /// Rows per shard, as in the real corpus.
 pub const SHARD_ROWS: u64 = 6600;
 const BATCH: u64 = 256;
@@ -80,6 +83,7 @@ fn render(
             last_submit,
             ends: true,
             malformed,
+            repeat_rate: m.mini_repeat_rate,
         },
         &[],
     );
@@ -165,7 +169,7 @@ pub fn write_mini_coder(
     std::fs::create_dir_all(&data)?;
     let shards = n.div_ceil(SHARD_ROWS).max(1);
     let per_shard = n.div_ceil(shards);
-    let pool = (n / 3).max(1);
+    let pool = (n / INSTANCE_SHARE_DIVISOR).max(1);
     let m = &p.model;
     for shard in 0..shards {
         let mut rng = rng.fork(1_000_000 + shard);
@@ -213,7 +217,7 @@ pub fn write_mini_coder(
                 models.append_value("synth/mini-coder-1");
                 verified.append_value(rng.chance(m.verified_rate));
                 counts.mini_coder_trajectories += 1;
-                counts.escape_mini_rows += super::plan::escape_mini_rows(&r.plan);
+                counts.escape_mini_rows += super::plan::escape_mini_rows(&r.plan, &r.commands);
                 counts.mini_coder_turns += r.plan.len() as u64;
                 counts.mini_coder_messages += r.messages.len() as u64;
                 counts.bytes += r

@@ -26,6 +26,7 @@ pub struct Model {
     pub turn_decay: f64,
     pub fail_factor: f64,
     pub repeat_rate: f64,
+    pub mini_repeat_rate: f64,
     pub malformed_rate: f64,
     pub think_unclosed_rate: f64,
     pub long_output_rate: f64,

@@ -61,6 +61,8 @@ pub struct Stretch {
     pub ends: bool,
     /// Whether malformed turns may occur.
     pub malformed: bool,
+    /// P(a turn re-runs the previous command).
+    pub repeat_rate: f64,
 }
 
 /// Plan `s.n_turns` turns following `prefix`.
@@ -96,7 +98,7 @@ pub fn plan_turns(
                 },
             )
         } else if prev.is_some_and(|p| p.shape == Shape::Normal && p.kind != CmdKind::Submit)
-            && rng.chance(m.repeat_rate)
+            && rng.chance(s.repeat_rate)
         {
             (prev.unwrap().kind, true, Shape::Normal)
         } else {
@@ -169,6 +171,7 @@ pub fn plan_sample(rng: &mut Rng, k: &KindTable, m: &Model) -> SamplePlan {
         last_submit: false,
         ends: false,
         malformed: true,
+        repeat_rate: m.repeat_rate,
     };
     let context = plan_turns(rng, k, m, &context_stretch, &[]);
     let mut side = || {
@@ -182,6 +185,7 @@ pub fn plan_sample(rng: &mut Rng, k: &KindTable, m: &Model) -> SamplePlan {
             last_submit,
             ends: true,
             malformed: true,
+            repeat_rate: m.repeat_rate,
         };
         (looped, plan_turns(rng, k, m, &own_stretch, &context))
     };
@@ -202,16 +206,25 @@ pub fn escape_duel_rows(full: &[PlannedTurn]) -> u64 {
 /// The turns an escape_mini row may train (the default select config).
 pub const ESCAPE_MINI_TURNS: std::ops::RangeInclusive<u32> = 5..=32;
 
-/// Planted escape_mini rows of one run: a command ran twice in a row, then a
-/// different, well-formed one follows, in `ESCAPE_MINI_TURNS`.
-pub fn escape_mini_rows(plan: &[PlannedTurn]) -> u64 {
-    plan.windows(2)
-        .filter(|w| {
-            w[0].repeat
-                && !w[1].repeat
-                && w[1].shape == Shape::Normal
-                && !w[1].think_unclosed
-                && ESCAPE_MINI_TURNS.contains(&w[1].t)
+/// Planted escape_mini rows of one run, from its rendered commands (so a
+/// command that happens to equal the one before counts, as it does in the
+/// lake): the two commands before a well-formed turn in `ESCAPE_MINI_TURNS`
+/// are one command, and the turn's own differs from it.
+pub fn escape_mini_rows(plan: &[PlannedTurn], commands: &[String]) -> u64 {
+    let command = |i: usize| {
+        (plan[i].shape != Shape::NoBlock)
+            .then(|| crate::turn::loops::normalize_command(&commands[i]))
+    };
+    (2..plan.len())
+        .filter(|&i| {
+            let (a, b, c) = (command(i - 2), command(i - 1), command(i));
+            a.is_some()
+                && a == b
+                && c.is_some()
+                && c != b
+                && plan[i].shape == Shape::Normal
+                && !plan[i].think_unclosed
+                && ESCAPE_MINI_TURNS.contains(&plan[i].t)
         })
         .count() as u64
 }

@@ -415,12 +415,15 @@ fn synthetic_products_reconcile_and_match_their_shares() {
     let lake_rows = rows["lake"].as_f64().unwrap();
     let diff = rows["diff"].as_f64().unwrap();
     assert_eq!(diff, lake_rows - 13979.0);
-    // Demotions follow the planted malformed and unclosed-<think> turns.
-    assert!(
+    // Every demotion names what its turn really holds (the hand-made fixtures plant each reason).
+    assert_eq!(
         scalar(
             &lake,
-            "SELECT count(*) FROM gate_demotions WHERE reason = 'not exactly one bash block'"
-        ) != "0"
+            "SELECT count(*) FROM gate_demotions g JOIN turns u ON u.traj_id = g.traj_id AND u.t = g.t \
+             WHERE (g.reason = 'not exactly one bash block' AND u.n_bash_blocks = 1) \
+                OR (g.reason = 'unclosed <think>' AND NOT u.think_unclosed)"
+        ),
+        "0"
     );
 
     // The mix at target shares: as configured, within one row of rounding.
