@@ -1,4 +1,8 @@
-//! `turnlake sql "SELECT …" | -f FILE [--format F] [--out PATH]`
+//! `turnlake sql "SELECT …" | -f FILE [--config TOML] ["SELECT …"] [--format F] [--out PATH]`
+//!
+//! A pipeline step's SQL file runs on its own: `-f sql/credit.sql --config
+//! data/credit.toml "SELECT …"` registers the step's parameters as the step
+//! does, creates its views (writing no table) and answers the query over them.
 
 use anyhow::{bail, Context};
 use clap::Args;
@@ -13,11 +17,16 @@ use crate::pipeline::sqlstep::statements;
 
 #[derive(Debug, Args)]
 pub struct SqlArgs {
-    /// The SQL to run (or use -f).
+    /// The SQL to run; with -f, a query over the file's views.
     pub query: Option<String>,
-    /// Read the SQL from a file; its statements run in order, the last one's result is printed.
+    /// Read SQL from a file; its statements run in order, and the query's (or
+    /// else the last statement's) result is printed.
     #[arg(short = 'f', long = "file")]
     pub file: Option<PathBuf>,
+    /// The step config to register for a pipeline step's SQL file
+    /// (sql/credit.sql, sql/select.sql; default: the embedded one).
+    #[arg(long, requires = "file")]
+    pub config: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "table")]
     pub format: FormatArg,
     /// Write the result here instead of stdout (required for parquet).
@@ -25,21 +34,73 @@ pub struct SqlArgs {
     pub out: Option<PathBuf>,
 }
 
+/// What a pipeline step's SQL file needs registered before it runs, as the
+/// step registers it: its parameters (from `config`, else the embedded
+/// default), or for mix.sql the rows it describes (sft_mix).
+async fn register_step(
+    ctx: &datafusion::prelude::SessionContext,
+    file: &std::path::Path,
+    config: Option<&PathBuf>,
+) -> anyhow::Result<()> {
+    let step = file.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+    match step {
+        "credit" => {
+            let c = super::load_config(
+                config,
+                crate::pipeline::credit::CreditConfig::default_config,
+                crate::pipeline::credit::CreditConfig::from_toml,
+            )?;
+            crate::pipeline::credit::register_config(ctx, &c)?;
+        }
+        "select" => {
+            let c = super::select::load_config(config)?;
+            crate::pipeline::select::register_config(ctx, &c)?;
+        }
+        "mix" | "train_turns" if config.is_none() => {
+            let _ = ctx.deregister_table("rows_in");
+            ctx.sql("CREATE VIEW rows_in AS SELECT * FROM sft_mix")
+                .await?;
+            if step == "mix" {
+                crate::pipeline::sqlstep::run_script(
+                    ctx,
+                    "sql/train_turns.sql",
+                    crate::pipeline::mix::TRAIN_TURNS_SQL,
+                )
+                .await?;
+            }
+        }
+        _ if config.is_some() => {
+            bail!(
+                "{}: --config is for a pipeline step's SQL file (sql/credit.sql, sql/select.sql)",
+                file.display()
+            )
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
 pub async fn run(lake: &LakeArg, args: SqlArgs) -> anyhow::Result<ExitCode> {
     let (text, origin) = match (&args.query, &args.file) {
         (Some(q), None) => (q.clone(), "query".to_string()),
-        (None, Some(f)) => (
+        (_, Some(f)) => (
             std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?,
             f.display().to_string(),
         ),
-        _ => bail!("give either a query or -f FILE"),
+        (None, None) => bail!("give a query, or -f FILE"),
     };
     if args.format == FormatArg::Parquet && args.out.is_none() {
         bail!("--format parquet needs --out PATH");
     }
     let lake = lake.open().await?;
     let ctx = engine::session(&lake).await?;
-    let stmts = statements(&text);
+    if let Some(file) = &args.file {
+        register_step(&ctx, file, args.config.as_ref()).await?;
+    }
+    let mut stmts = statements(&text);
+    if let (Some(q), Some(_)) = (&args.query, &args.file) {
+        stmts.push(q.clone());
+    }
     if stmts.is_empty() {
         bail!("{origin}: no SQL statement");
     }

@@ -141,14 +141,20 @@ fn params_batch(c: &SelectConfig) -> Result<RecordBatch, arrow::error::ArrowErro
     ])
 }
 
-/// Register the config and run the selection SQL in `ctx`.
-pub async fn prepare(ctx: &SessionContext, config: &SelectConfig) -> Result<(), SelectError> {
+/// Register the config as the `select_params` table the SQL reads.
+pub fn register_config(ctx: &SessionContext, config: &SelectConfig) -> Result<(), SelectError> {
     let batch = params_batch(config).map_err(|e| SelectError::Config(e.into()))?;
     let table =
         MemTable::try_new(batch.schema(), vec![vec![batch]]).map_err(SelectError::Config)?;
     let _ = ctx.deregister_table("select_params");
     ctx.register_table("select_params", Arc::new(table))
         .map_err(SelectError::Config)?;
+    Ok(())
+}
+
+/// Register the config and run the selection SQL in `ctx`.
+pub async fn prepare(ctx: &SessionContext, config: &SelectConfig) -> Result<(), SelectError> {
+    register_config(ctx, config)?;
     run_script(ctx, SQL_FILE, SQL).await?;
     Ok(())
 }

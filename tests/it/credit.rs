@@ -367,3 +367,52 @@ fn the_reproduction_table_shows_the_lake_beside_the_reference_and_the_planted_tr
         assert!(out.contains(col), "{col} in\n{out}");
     }
 }
+
+#[test]
+fn a_step_sql_file_runs_on_its_own_with_its_config() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lake = tmp.path().join("lake");
+    ingest_albedo(&lake, &fixtures().join("albedo"), true);
+    credit(&lake, &[]);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let file = root.join("sql/credit.sql");
+    let query = "SELECT count(*) AS n, sum(credit) AS c FROM turn_credit_v";
+    let step = |config: &Path| {
+        let o = ok(run(
+            &lake,
+            &[
+                "sql",
+                "-f",
+                file.to_str().unwrap(),
+                "--config",
+                config.to_str().unwrap(),
+                query,
+                "--format",
+                "csv",
+            ],
+        ));
+        stdout(&o).lines().nth(1).unwrap().to_string()
+    };
+    // With the step's own config, the views answer exactly what the step wrote.
+    let table = sql(
+        &lake,
+        "SELECT count(*) AS n, sum(credit) AS c FROM turn_credit",
+    );
+    assert_eq!(step(&root.join("data/credit.toml")), table[0].join(","));
+    // Another config changes the answer, and writes nothing.
+    let split = tmp.path().join("split.toml");
+    let default = std::fs::read_to_string(root.join("data/credit.toml")).unwrap();
+    std::fs::write(
+        &split,
+        default.replace("split_multi = false", "split_multi = true"),
+    )
+    .unwrap();
+    assert_ne!(step(&split), table[0].join(","));
+    assert_eq!(
+        sql(
+            &lake,
+            "SELECT count(*) AS n, sum(credit) AS c FROM turn_credit"
+        ),
+        table
+    );
+}
