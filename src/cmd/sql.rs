@@ -24,7 +24,7 @@ pub struct SqlArgs {
     #[arg(short = 'f', long = "file")]
     pub file: Option<PathBuf>,
     /// The step config to register for a pipeline step's SQL file
-    /// (sql/credit.sql, sql/select.sql; default: the embedded one).
+    /// (sql/credit.sql, sql/select.sql, sql/mix.sql; default: the embedded one).
     #[arg(long, requires = "file")]
     pub config: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "table")]
@@ -56,11 +56,15 @@ async fn register_step(
             let c = super::select::load_config(config)?;
             crate::pipeline::select::register_config(ctx, &c)?;
         }
-        "mix" | "train_turns" if config.is_none() => {
+        "mix" => {
+            let c = super::select::load_config(config)?;
+            crate::pipeline::mix::register_quota(ctx, &c.mix).await?;
+        }
+        "mix_report" | "train_turns" if config.is_none() => {
             let _ = ctx.deregister_table("rows_in");
             ctx.sql("CREATE VIEW rows_in AS SELECT * FROM sft_mix")
                 .await?;
-            if step == "mix" {
+            if step == "mix_report" {
                 crate::pipeline::sqlstep::run_script(
                     ctx,
                     "sql/train_turns.sql",

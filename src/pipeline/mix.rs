@@ -12,12 +12,15 @@ use std::sync::Arc;
 use super::reproduction::Reproduction;
 use super::select::{MixConfig, SelectError, PRODUCTS};
 use super::sqlstep::run_script;
-use crate::columns::{f64s, i64s, scalar_i64, strings};
+use crate::columns::{f64s, i64s, strings};
 use crate::engine;
 use crate::lake::Lake;
 
 pub const TRAIN_TURNS_SQL: &str = include_str!("../../sql/train_turns.sql");
-pub const MIX_SQL: &str = include_str!("../../sql/mix.sql");
+pub const SQL_FILE: &str = "sql/mix.sql";
+pub const SQL: &str = include_str!("../../sql/mix.sql");
+pub const REPORT_SQL_FILE: &str = "sql/mix_report.sql";
+pub const REPORT_SQL: &str = include_str!("../../sql/mix_report.sql");
 
 /// How many rows each mix contributes, from what is available.
 pub fn quotas(config: &MixConfig, available: &BTreeMap<String, i64>) -> BTreeMap<String, i64> {
@@ -93,8 +96,8 @@ async fn report(
     available: BTreeMap<String, i64>,
 ) -> Result<MixReport, SelectError> {
     describe_rows(ctx, "sft_mix").await?;
-    run_script(ctx, "sql/mix.sql", MIX_SQL).await?;
-    let q = |sql: &'static str| engine::run_sql(ctx, sql, "sql/mix.sql");
+    run_script(ctx, REPORT_SQL_FILE, REPORT_SQL).await?;
+    let q = |sql: &'static str| engine::run_sql(ctx, sql, REPORT_SQL_FILE);
     let b = q("SELECT * FROM mix_summary ORDER BY mix").await?;
     let (mix, rows, train, share_rows, share_train, recovery, score) = (
         strings(&b, "mix"),
@@ -213,24 +216,25 @@ fn reproduction(r: &MixReport, figures: &[RecordBatch]) -> Reproduction {
     t
 }
 
-/// Compose `sft_mix` in `lake` and report its composition.
-pub async fn build(lake: &Lake, config: &MixConfig) -> Result<MixReport, SelectError> {
-    let mut writer = lake
-        .begin("mix", serde_json::json!({"params": config}))
-        .await?;
-    let ctx = engine::session(lake).await?;
-    let tables = lake.tables().await?;
-    let mut parts = Vec::new();
+/// Count what each product offers and register `mix_quota` (mix, take, seed),
+/// the table sql/mix.sql samples by. Returns the rows available per mix.
+pub async fn register_quota(
+    ctx: &SessionContext,
+    config: &MixConfig,
+) -> Result<BTreeMap<String, i64>, SelectError> {
     let mut available = BTreeMap::new();
-    let mut inputs = serde_json::Map::new();
     for (mix, table) in PRODUCTS {
-        let Some(info) = tables.iter().find(|t| t.name == table) else {
+        if !ctx.table_exist(table).map_err(SelectError::Config)? {
             return Err(SelectError::Missing(table, "run `turnlake select` first"));
-        };
-        inputs.insert(table.to_string(), serde_json::json!(info.version));
-        let n = engine::run_sql(&ctx, &format!("SELECT count(*) FROM {table}"), table).await?;
-        available.insert(mix.to_string(), scalar_i64(&n));
-        parts.push(format!("SELECT * FROM {table}"));
+        }
+        let n = ctx
+            .table(table)
+            .await
+            .map_err(SelectError::Config)?
+            .count()
+            .await
+            .map_err(SelectError::Config)?;
+        available.insert(mix.to_string(), n as i64);
     }
     let quota = quotas(config, &available);
     let batch = RecordBatch::try_from_iter(vec![
@@ -250,6 +254,7 @@ pub async fn build(lake: &Lake, config: &MixConfig) -> Result<MixReport, SelectE
         ),
     ])
     .map_err(|e| SelectError::Config(e.into()))?;
+    let _ = ctx.deregister_table("mix_quota");
     ctx.register_table(
         "mix_quota",
         Arc::new(
@@ -257,13 +262,42 @@ pub async fn build(lake: &Lake, config: &MixConfig) -> Result<MixReport, SelectE
         ),
     )
     .map_err(SelectError::Config)?;
-    let sql = format!(
-        "SELECT p.* FROM (SELECT u.*, row_number() OVER (PARTITION BY u.mix ORDER BY md5(CAST(q.seed AS VARCHAR) || u.row_id), u.row_id) AS rk \
-         FROM ({union}) u JOIN mix_quota q ON q.mix = u.mix) p JOIN mix_quota q ON q.mix = p.mix WHERE p.rk <= q.take ORDER BY p.row_id",
-        union = parts.join(" UNION ALL ")
-    );
-    let rows = engine::run_sql(&ctx, &sql, "composing sft_mix").await?;
-    let provenance = serde_json::json!({"step": "mix", "inputs": inputs, "params": config, "quotas": quota, "sql": sql});
+    Ok(available)
+}
+
+/// Compose `sft_mix` in `lake` (sql/mix.sql) and report its composition.
+pub async fn build(lake: &Lake, config: &MixConfig) -> Result<MixReport, SelectError> {
+    let mut writer = lake
+        .begin("mix", serde_json::json!({"params": config}))
+        .await?;
+    let ctx = engine::session(lake).await?;
+    let tables = lake.tables().await?;
+    let mut inputs = serde_json::Map::new();
+    for (_, table) in PRODUCTS {
+        let Some(info) = tables.iter().find(|t| t.name == table) else {
+            return Err(SelectError::Missing(table, "run `turnlake select` first"));
+        };
+        inputs.insert(table.to_string(), serde_json::json!(info.version));
+    }
+    let available = register_quota(&ctx, config).await?;
+    run_script(&ctx, SQL_FILE, SQL).await?;
+    let rows = {
+        use datafusion::prelude::col;
+        let err = |source| engine::EngineError::Query {
+            context: format!("{SQL_FILE}, mix_rows"),
+            source: Box::new(source),
+        };
+        ctx.table("mix_rows")
+            .await
+            .map_err(err)?
+            .sort(vec![col("row_id").sort(true, false)])
+            .map_err(err)?
+            .collect()
+            .await
+            .map_err(err)?
+    };
+    let provenance = serde_json::json!({"step": "mix", "inputs": inputs, "params": config,
+        "sql": SQL_FILE, "sql_sha256": crate::source::derive::sha256_hex(SQL.as_bytes())});
     lake.overwrite("sft_mix", rows, provenance.clone()).await?;
     writer.set_params(provenance);
     writer.commit().await?;
