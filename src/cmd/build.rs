@@ -301,7 +301,12 @@ pub async fn run(lake_arg: &LakeArg, args: BuildArgs) -> anyhow::Result<ExitCode
     let product_tables: Vec<&str> = PRODUCTS.iter().map(|(_, t)| *t).collect();
     let inputs = versions(&lake, &product_tables).await?;
     let params = serde_json::to_value(&select_config.mix)?;
-    if up_to_date(&recorded(&lake, "sft_mix").await?, &inputs, &params, Some(mix::SQL)) {
+    if up_to_date(
+        &recorded(&lake, "sft_mix").await?,
+        &inputs,
+        &params,
+        Some(mix::SQL),
+    ) {
         step(
             "mix",
             false,

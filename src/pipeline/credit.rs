@@ -67,10 +67,8 @@ pub enum CreditError {
     Engine(#[from] EngineError),
     #[error(transparent)]
     Lake(#[from] LakeError),
-    #[error(
-        "the lake has no {0} table: ingest Albedo eval runs first (turnlake ingest albedo PATH)"
-    )]
-    Missing(&'static str),
+    #[error(transparent)]
+    Step(#[from] super::step::StepError),
     #[error("registering the credit config")]
     Config(#[source] datafusion::error::DataFusionError),
 }
@@ -147,29 +145,23 @@ pub async fn compute(
     Ok(out)
 }
 
-/// Build the credit tables in `lake`.
+/// Build the credit tables in `lake`, as one step.
 pub async fn build(lake: &Lake, config: &CreditConfig) -> Result<CreditSummary, CreditError> {
-    let mut writer = lake
-        .begin("credit", serde_json::json!({"params": config}))
-        .await?;
-    let tables = lake.tables().await?;
-    let mut inputs = serde_json::Map::new();
-    for needed in ["judgments", "questions", "trajectories", "turns"] {
-        let info = tables
-            .iter()
-            .find(|t| t.name == needed)
-            .ok_or(CreditError::Missing(needed))?;
-        inputs.insert(needed.to_string(), serde_json::json!(info.version));
-    }
-    let ctx = engine::session(lake).await?;
-    let outputs = compute(&ctx, config).await?;
-    let provenance = serde_json::json!({
-        "step": "credit",
-        "inputs": inputs,
-        "params": config,
-        "sql": SQL_FILE,
-        "sql_sha256": crate::source::derive::sha256_hex(SQL.as_bytes()),
-    });
+    const HINT: &str = "ingest Albedo eval runs first (turnlake ingest albedo PATH)";
+    let step = super::step::Step::begin(
+        lake,
+        "credit",
+        &[
+            ("judgments", HINT),
+            ("questions", HINT),
+            ("trajectories", HINT),
+            ("turns", HINT),
+        ],
+        serde_json::to_value(config).expect("the credit config serializes"),
+        (SQL_FILE, SQL),
+    )
+    .await?;
+    let outputs = compute(&step.ctx, config).await?;
     let rows = |name: &str| -> usize {
         outputs
             .iter()
@@ -177,12 +169,12 @@ pub async fn build(lake: &Lake, config: &CreditConfig) -> Result<CreditSummary, 
             .map(|(_, b)| b.iter().map(RecordBatch::num_rows).sum())
             .unwrap_or(0)
     };
-    let invalid = engine::run_sql(
-        &ctx,
-        "SELECT count(*) FROM credit_citations_v WHERE NOT valid",
-        SQL_FILE,
-    )
-    .await?;
+    let invalid = step
+        .query(
+            "SELECT count(*) FROM credit_citations_v WHERE NOT valid",
+            "invalid citations",
+        )
+        .await?;
     let summary = CreditSummary {
         citations: rows("credit_citations"),
         invalid_citations: arrow::array::AsArray::as_primitive::<arrow::datatypes::Int64Type>(
@@ -193,10 +185,9 @@ pub async fn build(lake: &Lake, config: &CreditConfig) -> Result<CreditSummary, 
         sides: rows("side_credit"),
     };
     for (table, batches) in outputs {
-        lake.overwrite(table, batches, provenance.clone()).await?;
+        step.write(table, batches).await?;
     }
-    writer.set_params(provenance);
-    writer.finish().await?;
+    step.finish().await?;
     Ok(summary)
 }
 

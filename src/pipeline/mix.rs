@@ -265,29 +265,29 @@ pub async fn register_quota(
     Ok(available)
 }
 
-/// Compose `sft_mix` in `lake` (sql/mix.sql) and report its composition.
+/// Compose `sft_mix` in `lake` (sql/mix.sql), as one step, and report its composition.
 pub async fn build(lake: &Lake, config: &MixConfig) -> Result<MixReport, SelectError> {
-    let mut writer = lake
-        .begin("mix", serde_json::json!({"params": config}))
-        .await?;
-    let ctx = engine::session(lake).await?;
-    let tables = lake.tables().await?;
-    let mut inputs = serde_json::Map::new();
-    for (_, table) in PRODUCTS {
-        let Some(info) = tables.iter().find(|t| t.name == table) else {
-            return Err(SelectError::Missing(table, "run `turnlake select` first"));
-        };
-        inputs.insert(table.to_string(), serde_json::json!(info.version));
-    }
-    let available = register_quota(&ctx, config).await?;
-    run_script(&ctx, SQL_FILE, SQL).await?;
+    const HINT: &str = "run `turnlake select` first";
+    let inputs: Vec<(&'static str, &'static str)> =
+        PRODUCTS.iter().map(|(_, table)| (*table, HINT)).collect();
+    let step = super::step::Step::begin(
+        lake,
+        "mix",
+        &inputs,
+        serde_json::to_value(config).expect("the mix config serializes"),
+        (SQL_FILE, SQL),
+    )
+    .await?;
+    let available = register_quota(&step.ctx, config).await?;
+    step.run_sql().await?;
     let rows = {
         use datafusion::prelude::col;
         let err = |source| engine::EngineError::Query {
             context: format!("{SQL_FILE}, mix_rows"),
             source: Box::new(source),
         };
-        ctx.table("mix_rows")
+        step.ctx
+            .table("mix_rows")
             .await
             .map_err(err)?
             .sort(vec![col("row_id").sort(true, false)])
@@ -296,12 +296,9 @@ pub async fn build(lake: &Lake, config: &MixConfig) -> Result<MixReport, SelectE
             .await
             .map_err(err)?
     };
-    let provenance = serde_json::json!({"step": "mix", "inputs": inputs, "params": config,
-        "sql": SQL_FILE, "sql_sha256": crate::source::derive::sha256_hex(SQL.as_bytes())});
-    lake.overwrite("sft_mix", rows, provenance.clone()).await?;
-    writer.set_params(provenance);
-    writer.commit().await?;
-    writer.release().await?;
+    let ctx = step.ctx.clone();
+    step.write("sft_mix", rows).await?;
+    step.finish().await?;
     engine::register(&ctx, lake, "sft_mix").await?;
     report(&ctx, available).await
 }

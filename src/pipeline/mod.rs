@@ -9,3 +9,4 @@ pub mod select;
 pub mod show;
 pub mod sqlstep;
 pub mod stats;
+pub mod step;

@@ -102,6 +102,8 @@ pub enum SelectError {
     Lake(#[from] LakeError),
     #[error("the lake has no {0} table: {1}")]
     Missing(&'static str, &'static str),
+    #[error(transparent)]
+    Step(#[from] super::step::StepError),
     #[error("registering the select config")]
     Config(#[source] datafusion::error::DataFusionError),
 }
@@ -271,46 +273,37 @@ fn reproduction(s: &SelectSummary, figures: &[RecordBatch]) -> Reproduction {
 
 /// Build the products in `lake`.
 pub async fn build(lake: &Lake, config: &SelectConfig) -> Result<SelectSummary, SelectError> {
-    let mut writer = lake
-        .begin("select", serde_json::json!({"params": config}))
-        .await?;
-    let tables = lake.tables().await?;
-    let mut inputs = serde_json::Map::new();
-    for (needed, hint) in [
-        ("trajectories", "ingest first"),
-        ("turns", "ingest first"),
-        ("judgments", "ingest Albedo eval runs first"),
-        ("turn_credit", "run `turnlake credit` first"),
-    ] {
-        let info = tables
-            .iter()
-            .find(|t| t.name == needed)
-            .ok_or(SelectError::Missing(needed, hint))?;
-        inputs.insert(needed.to_string(), serde_json::json!(info.version));
-    }
-    let ctx = engine::session(lake).await?;
-    prepare(&ctx, config).await?;
-    let provenance = serde_json::json!({
-        "step": "select", "inputs": inputs, "params": config, "sql": SQL_FILE,
-        "sql_sha256": crate::source::derive::sha256_hex(SQL.as_bytes()),
-    });
+    let step = super::step::Step::begin(
+        lake,
+        "select",
+        &[
+            ("trajectories", "ingest first"),
+            ("turns", "ingest first"),
+            ("judgments", "ingest Albedo eval runs first"),
+            ("turn_credit", "run `turnlake credit` first"),
+        ],
+        serde_json::to_value(config).expect("the select config serializes"),
+        (SQL_FILE, SQL),
+    )
+    .await?;
+    register_config(&step.ctx, config)?;
+    step.run_sql().await?;
+    let ctx = step.ctx.clone();
     let q = |sql: String, what: &'static str| {
         let ctx = ctx.clone();
         async move { engine::run_sql(&ctx, &sql, &format!("{SQL_FILE}, {what}")).await }
     };
     for (mix, table) in PRODUCTS {
         let rows = product_rows(&ctx, mix).await?;
-        lake.overwrite(table, rows, provenance.clone()).await?;
+        step.write(table, rows).await?;
     }
     let demotions = q(
         "SELECT * FROM demotions ORDER BY mix, row_id, t".into(),
         "demotions",
     )
     .await?;
-    lake.overwrite("gate_demotions", demotions, provenance.clone())
-        .await?;
-    writer.set_params(provenance);
-    writer.finish().await?;
+    step.write("gate_demotions", demotions).await?;
+    step.finish().await?;
 
     let mined = counts(
         &q(
