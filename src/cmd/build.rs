@@ -80,6 +80,7 @@ fn default_limit() -> usize {
 struct StepRun {
     step: String,
     ran: bool,
+    rows_in: u64,
     rows_out: u64,
     secs: f64,
     peak_mib: u64,
@@ -179,24 +180,27 @@ pub async fn run(lake_arg: &LakeArg, args: BuildArgs) -> anyhow::Result<ExitCode
     )?;
     let lake = lake_arg.open().await?;
     let mut runs: Vec<StepRun> = Vec::new();
-    let mut step = |name: &str, ran: bool, rows_out: u64, started: Instant, note: String| {
-        let r = StepRun {
-            step: name.to_string(),
-            ran,
-            rows_out,
-            secs: started.elapsed().as_secs_f64(),
-            peak_mib: peak_mib(),
-            note,
+    let mut step =
+        |name: &str, ran: bool, (rows_in, rows_out): (u64, u64), started: Instant, note: String| {
+            let r = StepRun {
+                step: name.to_string(),
+                ran,
+                rows_in,
+                rows_out,
+                secs: started.elapsed().as_secs_f64(),
+                peak_mib: peak_mib(),
+                note,
+            };
+            eprintln!(
+                "build: {:<20} {:<8} {:>9} rows in {:>9} rows out  {:>7.2} s",
+                r.step,
+                if r.ran { "ran" } else { "skipped" },
+                r.rows_in,
+                r.rows_out,
+                r.secs
+            );
+            runs.push(r);
         };
-        eprintln!(
-            "build: {:<20} {:<8} {:>9} rows out  {:>7.2} s",
-            r.step,
-            if r.ran { "ran" } else { "skipped" },
-            r.rows_out,
-            r.secs
-        );
-        runs.push(r);
-    };
 
     // Ingest is incremental by itself: content the lake holds is not written again.
     for (label, kind, paths) in [
@@ -228,14 +232,15 @@ pub async fn run(lake_arg: &LakeArg, args: BuildArgs) -> anyhow::Result<ExitCode
         step(
             label,
             r.written > 0 || r.rejected > 0,
-            r.trajectories,
+            (r.read, r.trajectories),
             started,
             note,
         );
     }
 
     let started = Instant::now();
-    let inputs = versions(&lake, &["judgments", "questions", "trajectories", "turns"]).await?;
+    let credit_in = ["judgments", "questions", "trajectories", "turns"];
+    let inputs = versions(&lake, &credit_in).await?;
     let params = serde_json::to_value(&credit_config)?;
     if up_to_date(
         &recorded(&lake, "turn_credit").await?,
@@ -246,29 +251,27 @@ pub async fn run(lake_arg: &LakeArg, args: BuildArgs) -> anyhow::Result<ExitCode
         step(
             "credit",
             false,
-            0,
+            (0, 0),
             started,
             "inputs and parameters unchanged".into(),
         );
     } else {
+        let rows_in = rows(&lake, &credit_in).await?;
         let s = credit::build(&lake, &credit_config)
             .await
             .context("credit failed")?;
         step(
             "credit",
             true,
-            (s.citations + s.turns + s.sides) as u64,
+            (rows_in, (s.citations + s.turns + s.sides) as u64),
             started,
             String::new(),
         );
     }
 
     let started = Instant::now();
-    let inputs = versions(
-        &lake,
-        &["trajectories", "turns", "judgments", "turn_credit"],
-    )
-    .await?;
+    let select_in = ["trajectories", "turns", "judgments", "turn_credit"];
+    let inputs = versions(&lake, &select_in).await?;
     let params = serde_json::to_value(&select_config)?;
     if up_to_date(
         &recorded(&lake, "sft_credit").await?,
@@ -279,11 +282,12 @@ pub async fn run(lake_arg: &LakeArg, args: BuildArgs) -> anyhow::Result<ExitCode
         step(
             "select",
             false,
-            0,
+            (0, 0),
             started,
             "inputs and parameters unchanged".into(),
         );
     } else {
+        let rows_in = rows(&lake, &select_in).await?;
         select::build(&lake, &select_config)
             .await
             .context("select failed")?;
@@ -291,7 +295,7 @@ pub async fn run(lake_arg: &LakeArg, args: BuildArgs) -> anyhow::Result<ExitCode
         step(
             "select",
             true,
-            rows(&lake, &out).await?,
+            (rows_in, rows(&lake, &out).await?),
             started,
             String::new(),
         );
@@ -310,7 +314,7 @@ pub async fn run(lake_arg: &LakeArg, args: BuildArgs) -> anyhow::Result<ExitCode
         step(
             "mix",
             false,
-            0,
+            (0, 0),
             started,
             "inputs and parameters unchanged".into(),
         );
@@ -321,7 +325,10 @@ pub async fn run(lake_arg: &LakeArg, args: BuildArgs) -> anyhow::Result<ExitCode
         step(
             "mix",
             true,
-            r.mixes.iter().map(|m| m.rows as u64).sum(),
+            (
+                r.available.values().map(|n| *n as u64).sum(),
+                r.mixes.iter().map(|m| m.rows as u64).sum(),
+            ),
             started,
             String::new(),
         );
@@ -340,7 +347,7 @@ pub async fn run(lake_arg: &LakeArg, args: BuildArgs) -> anyhow::Result<ExitCode
         step(
             "validate",
             false,
-            0,
+            (0, 0),
             started,
             "inputs and parameters unchanged".into(),
         );
@@ -355,7 +362,7 @@ pub async fn run(lake_arg: &LakeArg, args: BuildArgs) -> anyhow::Result<ExitCode
         step(
             "validate",
             true,
-            v.kept.unwrap_or(0) as u64,
+            (v.report.rows as u64, v.kept.unwrap_or(0) as u64),
             started,
             format!(
                 "{:.2}% of train turns decode back",
@@ -378,7 +385,7 @@ pub async fn run(lake_arg: &LakeArg, args: BuildArgs) -> anyhow::Result<ExitCode
         step(
             "export sft",
             false,
-            0,
+            (0, 0),
             started,
             format!("{} is current", out.display()),
         );
@@ -407,7 +414,7 @@ pub async fn run(lake_arg: &LakeArg, args: BuildArgs) -> anyhow::Result<ExitCode
         step(
             "export sft",
             true,
-            s.rows as u64,
+            (rows.len() as u64, s.rows as u64),
             started,
             out.display().to_string(),
         );
@@ -428,6 +435,7 @@ pub async fn run(lake_arg: &LakeArg, args: BuildArgs) -> anyhow::Result<ExitCode
         t.add_row(vec![
             r.step.clone(),
             if r.ran { "ran" } else { "skipped" }.to_string(),
+            r.rows_in.to_string(),
             r.rows_out.to_string(),
             format!("{:.2}", r.secs),
             r.peak_mib.to_string(),

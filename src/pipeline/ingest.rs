@@ -141,7 +141,8 @@ fn files_and_bar(
     Ok((files, bar))
 }
 
-/// The input files an ingest of `paths` reads, with their sizes, for its lake commit.
+/// The input files an ingest of `paths` reads, with their sizes and sha256,
+/// for its lake commit (read once more on a blocking thread).
 fn input_files(kind: InputKind, paths: &[PathBuf]) -> std::io::Result<Vec<InputFile>> {
     let files = match kind {
         InputKind::Albedo { .. } => albedo::run_folders(paths)?
@@ -152,14 +153,17 @@ fn input_files(kind: InputKind, paths: &[PathBuf]) -> std::io::Result<Vec<InputF
         InputKind::MiniCoder => crate::source::collect_files(paths, mini_coder::wants)?,
         InputKind::Mswea => crate::source::collect_files(paths, mswea::wants)?,
     };
-    Ok(files
+    files
         .into_iter()
-        .map(|f| InputFile {
-            size: file_len(&f),
-            path: f.display().to_string(),
-            sha256: None,
+        .map(|f| {
+            let (size, sha256) = crate::export::manifest::hash_file(&f)?;
+            Ok(InputFile {
+                size,
+                path: f.display().to_string(),
+                sha256: Some(sha256),
+            })
         })
-        .collect())
+        .collect()
 }
 
 /// Run the reader for `kind` over `paths`, sending records to `tx`.

@@ -208,6 +208,32 @@ fn snapshots_and_as_of_read_earlier_commits() {
     assert_eq!(cells[5], after[0][0], "{line}");
     let o = ok(run(&lake, &["snapshot", "show", "s1"]));
     assert!(stdout(&o).contains("ingest albedo"), "{}", stdout(&o));
+
+    // Each lake commit records the tables' versions and the input files it read.
+    let log = lake.join("_turnlake/log");
+    let mut commits: Vec<serde_json::Value> = std::fs::read_dir(&log)
+        .unwrap()
+        .map(|e| serde_json::from_slice(&std::fs::read(e.unwrap().path()).unwrap()).unwrap())
+        .collect();
+    commits.sort_by_key(|c| c["version"].as_u64());
+    let mswea = commits
+        .iter()
+        .find(|c| c["command"] == "ingest mswea")
+        .expect("the mswea ingest's commit");
+    assert!(mswea["tables"]["turns"].is_u64(), "{mswea}");
+    assert_eq!(mswea["turnlake"], env!("CARGO_PKG_VERSION"));
+    let inputs = mswea["inputs"].as_array().unwrap();
+    assert_eq!(inputs.len(), 2, "{mswea}");
+    for i in inputs {
+        let path = Path::new(i["path"].as_str().unwrap());
+        let bytes = std::fs::read(path).unwrap();
+        assert_eq!(i["size"].as_u64(), Some(bytes.len() as u64));
+        use sha2::Digest;
+        assert_eq!(
+            i["sha256"].as_str().unwrap(),
+            hex::encode(sha2::Sha256::digest(&bytes))
+        );
+    }
 }
 
 /// A one-value query `--as-of` a commit.
