@@ -487,3 +487,67 @@ fn build_skips_what_is_current_and_reruns_from_a_changed_parameter() {
         export
     );
 }
+
+#[test]
+fn a_build_killed_mid_step_resumes_to_the_uninterrupted_result() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = fixtures().join("select");
+    let pipeline = tmp.path().join("pipeline.toml");
+    std::fs::write(
+        &pipeline,
+        format!(
+            "[inputs]\nalbedo = [{:?}]\nmini_coder = [{:?}]\n[outputs]\nsft = \"out/mix.jsonl\"\n",
+            f.join("albedo"),
+            f.join("mini-coder")
+        ),
+    )
+    .unwrap();
+    let state = |lake: &Path| {
+        sql(
+            lake,
+            "SELECT (SELECT count(*) FROM turn_credit) AS c, (SELECT count(*) FROM sft_credit) AS s, \
+                    (SELECT count(*) FROM sft_mix) AS m, (SELECT count(*) FROM sft_validated) AS v",
+        )
+    };
+    let reference = tmp.path().join("reference");
+    ok(run(&reference, &["build", pipeline.to_str().unwrap()]));
+    let export = std::fs::read(tmp.path().join("out/mix.jsonl")).unwrap();
+    let done = state(&reference);
+    for point in [
+        "after-table-write:credit_citations",
+        "after-table-write:escape_duel",
+        "after-table-write:sft_mix",
+        "after-table-write:sft_validated",
+    ] {
+        std::fs::remove_dir_all(tmp.path().join("out")).unwrap();
+        let lake = tmp.path().join(format!("lake-{}", point.replace(':', "-")));
+        let o = bin()
+            .arg("--lake")
+            .arg(&lake)
+            .args(["build", pipeline.to_str().unwrap()])
+            .env("TURNLAKE_FAILPOINT", point)
+            .output()
+            .unwrap();
+        assert!(!o.status.success(), "{point}");
+        assert!(
+            stderr(&o).contains(&format!("fail point {point}:1 fired")),
+            "{}",
+            stderr(&o)
+        );
+        // What the killed step wrote is invisible: its output is absent or as before.
+        let tables = stdout(&ok(run(&lake, &["tables"])));
+        let table = point.trim_start_matches("after-table-write:");
+        assert!(
+            !tables.contains(&format!("| {table} ")),
+            "{point}: {tables}"
+        );
+        // The rerun completes the build and gives the uninterrupted result.
+        ok(run(&lake, &["build", pipeline.to_str().unwrap()]));
+        assert_eq!(state(&lake), done, "{point}");
+        assert_eq!(
+            std::fs::read(tmp.path().join("out/mix.jsonl")).unwrap(),
+            export,
+            "{point}"
+        );
+    }
+}
