@@ -64,6 +64,8 @@ pub enum Command {
     Build(cmd::build::BuildArgs),
     /// Reproduce an export from the lake commit its manifest records and check every file's sha256.
     Rebuild(cmd::export::RebuildArgs),
+    /// Remove the writer lock of a writer that died on another machine (one on this machine is taken over by itself).
+    Unlock,
     /// Delete data files that no named snapshot and no latest lake commit reads.
     Vacuum(cmd::maintain::VacuumArgs),
     /// Compact the small files ingest flushes leave into larger ones.
@@ -168,6 +170,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Build(args) => cmd::build::run(&lake, args).await,
         Command::Vacuum(args) => cmd::maintain::vacuum(&lake, args).await,
         Command::Optimize => cmd::maintain::optimize(&lake).await,
+        Command::Unlock => cmd::snapshot::unlock(&lake).await,
         Command::Validate(args) => cmd::validate::run(&lake, args).await,
         Command::Tokenizer { what } => cmd::tokenizer::run(what),
         Command::Demo(args) => cmd::demo::run(args).await,

@@ -231,7 +231,7 @@ pub async fn run(lake_arg: &LakeArg, args: BuildArgs) -> anyhow::Result<ExitCode
         );
         step(
             label,
-            r.written > 0 || r.rejected > 0,
+            r.written > 0,
             (r.read, r.trajectories),
             started,
             note,
@@ -272,7 +272,7 @@ pub async fn run(lake_arg: &LakeArg, args: BuildArgs) -> anyhow::Result<ExitCode
     let started = Instant::now();
     let select_in = ["trajectories", "turns", "judgments", "turn_credit"];
     let inputs = versions(&lake, &select_in).await?;
-    let params = serde_json::to_value(&select_config)?;
+    let params = select::recorded_params(&select_config);
     if up_to_date(
         &recorded(&lake, "sft_credit").await?,
         &inputs,
@@ -378,7 +378,8 @@ pub async fn run(lake_arg: &LakeArg, args: BuildArgs) -> anyhow::Result<ExitCode
     let mpath = manifest_path(&out);
     let view = lake.view().await?;
     let current = manifest::read(&mpath).ok().is_some_and(|m| {
-        m.tables.get("sft_mix") == view.tables.get("sft_mix")
+        m.lake == lake.root().as_str()
+            && m.tables.get("sft_mix") == view.tables.get("sft_mix")
             && manifest::verify(&m, out.parent().unwrap_or(Path::new("."))).is_empty()
     });
     if current {
@@ -425,6 +426,7 @@ pub async fn run(lake_arg: &LakeArg, args: BuildArgs) -> anyhow::Result<ExitCode
     t.set_header(vec![
         "step",
         "ran",
+        "rows in",
         "rows out",
         "seconds",
         "peak RSS so far (MiB)",

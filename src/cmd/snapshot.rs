@@ -70,13 +70,23 @@ async fn state(root: &str, at: &str) -> anyhow::Result<(LakeCommit, BTreeMap<Str
 }
 
 /// The parameters and SQL hash a step recorded, without its input versions
-/// (those differ whenever the inputs moved, which the table rows already show).
+/// (those differ whenever the inputs moved, which the table rows already show)
+/// or what it measured.
 fn step_settings(params: &serde_json::Value) -> serde_json::Value {
-    let mut p = params.clone();
-    if let Some(obj) = p.as_object_mut() {
-        obj.remove("inputs");
+    serde_json::json!({"params": params["params"], "sql_sha256": params["sql_sha256"]})
+}
+
+/// `turnlake unlock`: remove the writer lock of a writer that died on another machine.
+pub async fn unlock(lake: &LakeArg) -> anyhow::Result<ExitCode> {
+    let lake = Lake::open(&lake.root)?;
+    match lake.unlock().await? {
+        Some(h) => println!(
+            "removed the writer lock of `{}` (pid {} on {}, since {}); the next writer restores what it left",
+            h.command, h.pid, h.host, h.since
+        ),
+        None => println!("the lake has no writer lock"),
     }
-    p
+    Ok(ExitCode::SUCCESS)
 }
 
 pub async fn run(lake: &LakeArg, cmd: SnapshotCommand) -> anyhow::Result<ExitCode> {

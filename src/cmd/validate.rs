@@ -187,12 +187,20 @@ impl ValidateArgs {
 
 /// The validation's parameters, as its lake commit records them and `build` compares them.
 pub fn params(args: &ValidateArgs) -> serde_json::Value {
+    // A file's content, not its path, decides what validate would say.
+    let digest = |p: &Option<PathBuf>| {
+        p.as_ref()
+            .map(|p| match crate::export::manifest::hash_file(p) {
+                Ok((_, sha)) => sha,
+                Err(e) => format!("unreadable: {e}"),
+            })
+    };
     serde_json::json!({
         "table": args.table,
-        "tokenizer": args.tokenizer,
-        "tiktoken": args.tiktoken,
+        "tokenizer_sha256": digest(&args.tokenizer),
+        "tiktoken_sha256": digest(&args.tiktoken),
         "pattern": args.pattern,
-        "template": args.template,
+        "template_sha256": digest(&args.template),
         "limit": args.limit,
         "over_limit": format!("{:?}", args.over_limit),
         "mode": args.mode,

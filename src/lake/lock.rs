@@ -115,7 +115,27 @@ impl WriterLock {
             };
             match holder {
                 Some(h) if h.is_stale() => {
-                    let _ = store.delete(&path).await;
+                    // Of several writers finding the same dead holder, exactly one
+                    // (the one that creates this marker) removes its lock.
+                    let marker = root_prefix.clone().join(META_DIR).join(format!(
+                        "lock.stale.{}.{}",
+                        h.pid,
+                        h.since.replace(':', "-")
+                    ));
+                    let opts = PutOptions {
+                        mode: PutMode::Create,
+                        ..Default::default()
+                    };
+                    if store
+                        .put_opts(&marker, PutPayload::from(me.clone()), opts)
+                        .await
+                        .is_ok()
+                    {
+                        let _ = store.delete(&path).await;
+                        let _ = store.delete(&marker).await;
+                    } else {
+                        tokio::time::sleep(POLL).await;
+                    }
                     continue;
                 }
                 Some(h) if started.elapsed() > WAIT => {
@@ -137,7 +157,25 @@ impl WriterLock {
             }
         }
     }
+}
 
+/// Remove the lock whoever holds it (`turnlake unlock`, for a holder that died
+/// on another machine); the holder it removed, if any.
+pub async fn force_unlock(
+    store: Arc<dyn ObjectStore>,
+    root_prefix: &StorePath,
+) -> Result<Option<Holder>, object_store::Error> {
+    let path = root_prefix.clone().join(META_DIR).join("lock");
+    let holder = match store.get(&path).await {
+        Ok(r) => serde_json::from_slice(&r.bytes().await?).ok(),
+        Err(object_store::Error::NotFound { .. }) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    store.delete(&path).await?;
+    Ok(holder)
+}
+
+impl WriterLock {
     pub async fn release(mut self) -> LakeResult<()> {
         self.released = true;
         self.store

@@ -7,7 +7,7 @@
 //! (`Writer::commit`). Readers see every table at the versions of one lake
 //! commit: the latest, or the one `--as-of` names.
 
-mod lock;
+pub mod lock;
 pub mod log;
 pub mod maintain;
 mod schema;
@@ -55,7 +55,7 @@ pub enum LakeError {
         "lake {root}: another writer committed lake version {version} first; run the command again"
     )]
     Conflict { root: String, version: u64 },
-    #[error("lake {root} is being written by {holder}; try again when it is done")]
+    #[error("lake {root} is being written by {holder}; try again when it is done (if that writer died on another machine: turnlake unlock)")]
     Busy { root: String, holder: String },
     #[error("lake {root}: {reason}")]
     AsOf { root: String, reason: String },
@@ -305,6 +305,17 @@ impl Lake {
         Ok(writer)
     }
 
+    /// Remove the writer lock whoever holds it; the holder it removed, if any.
+    pub async fn unlock(&self) -> LakeResult<Option<lock::Holder>> {
+        let (store, prefix) = self.store()?;
+        lock::force_unlock(store, &prefix)
+            .await
+            .map_err(|source| LakeError::List {
+                root: self.root.to_string(),
+                source,
+            })
+    }
+
     async fn restore(&self, name: &str, version: u64) -> LakeResult<()> {
         let table = self
             .newest(name)
@@ -334,8 +345,14 @@ impl Lake {
             root: self.table_url(name).to_string(),
             source,
         };
-        let files: Vec<object_store::ObjectMeta> =
+        let mut files: Vec<object_store::ObjectMeta> =
             store.list(Some(&dir)).try_collect().await.map_err(err)?;
+        // The Delta log first, newest entry first, so a crash part-way leaves a
+        // table that is either still whole up to a version or gone.
+        files.sort_by_key(|f| {
+            let p = f.location.as_ref().to_string();
+            (!p.contains("/_delta_log/"), std::cmp::Reverse(p))
+        });
         for f in files {
             store.delete(&f.location).await.map_err(err)?;
         }
@@ -469,10 +486,13 @@ impl Lake {
         } else {
             batches
         };
+        // Snapshots and manifests name old versions: keep every table's log
+        // (delta-rs would otherwise drop log files past 30 days at a checkpoint).
         let mut write = table
             .write(batches)
             .with_save_mode(mode)
-            .with_partition_columns(schema.partition_by.clone());
+            .with_partition_columns(schema.partition_by.clone())
+            .with_configuration([("delta.enableExpiredLogCleanup", Some("false"))]);
         if let Some(p) = provenance {
             write = write.with_commit_properties(
                 CommitProperties::default().with_metadata([("turnlake".to_string(), p)]),

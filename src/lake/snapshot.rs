@@ -60,6 +60,17 @@ fn path(
 /// Name the latest lake commit.
 pub async fn create(lake: &Lake, name: &str, note: Option<String>) -> LakeResult<Snapshot> {
     check_name(name).map_err(|e| err(lake, e))?;
+    // Under the writer lock, so no vacuum runs between naming a commit and
+    // the snapshot file that keeps its files.
+    let writer = lake
+        .begin("snapshot", serde_json::json!({"name": name}))
+        .await?;
+    let snap = create_locked(lake, name, note).await;
+    writer.release().await?;
+    snap
+}
+
+async fn create_locked(lake: &Lake, name: &str, note: Option<String>) -> LakeResult<Snapshot> {
     let commit = lake.log()?.latest().await?.ok_or_else(|| {
         err(
             lake,

@@ -229,16 +229,19 @@ impl Buffer {
 
     /// Write the buffered rows, then make them visible in one lake commit: a
     /// crash in between leaves none of them, and a rerun writes them again.
+    fn holds_rows(&self) -> bool {
+        !(self.evals.is_empty()
+            && self.trajectories.is_empty()
+            && self.questions.is_empty()
+            && self.judgments.is_empty()
+            && self.rejects.is_empty())
+    }
+
     async fn flush(&mut self, lake: &Lake, writer: &mut Writer) -> Result<(), LakeError> {
-        let b = std::mem::take(self);
-        if b.evals.is_empty()
-            && b.trajectories.is_empty()
-            && b.questions.is_empty()
-            && b.judgments.is_empty()
-            && b.rejects.is_empty()
-        {
+        if !self.holds_rows() {
             return Ok(());
         }
+        let b = std::mem::take(self);
         if !b.evals.is_empty() {
             lake.append("evals", vec![rows::evals_batch(&b.evals)?])
                 .await?;
@@ -340,7 +343,6 @@ pub async fn ingest(
             .await
             .map_err(|e| IngestError::Reader(panic_message(e)))??
     };
-    writer.add_inputs(inputs);
     let mut known = known(lake).await?;
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Record>(64);
     let runs = known.runs.clone();
@@ -411,7 +413,14 @@ pub async fn ingest(
             buf.flush(lake, &mut writer).await?;
         }
     }
-    buf.flush(lake, &mut writer).await?;
+    // The input files are recorded as read in the commit that completes them.
+    let wrote_any = buf.holds_rows() || report.written > 0 || report.rejected > 0;
+    writer.add_inputs(inputs);
+    if buf.holds_rows() {
+        buf.flush(lake, &mut writer).await?;
+    } else if wrote_any {
+        writer.commit().await?;
+    }
     writer.release().await?;
     reader
         .await

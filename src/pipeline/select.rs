@@ -170,6 +170,16 @@ fn counts(batches: &[RecordBatch], key: &str, n: &str) -> BTreeMap<String, i64> 
         .collect()
 }
 
+/// The select config as the step records it: without `[mix]`, which only
+/// `mix` reads (so a mix change does not rerun select under `build`).
+pub fn recorded_params(config: &SelectConfig) -> serde_json::Value {
+    let mut v = serde_json::to_value(config).expect("the select config serializes");
+    if let Some(obj) = v.as_object_mut() {
+        obj.remove("mix");
+    }
+    v
+}
+
 /// The rows of one product, in row_id order.
 async fn product_rows(ctx: &SessionContext, mix: &str) -> Result<Vec<RecordBatch>, SelectError> {
     use datafusion::prelude::{col, lit};
@@ -282,7 +292,7 @@ pub async fn build(lake: &Lake, config: &SelectConfig) -> Result<SelectSummary, 
             ("judgments", "ingest Albedo eval runs first"),
             ("turn_credit", "run `turnlake credit` first"),
         ],
-        serde_json::to_value(config).expect("the select config serializes"),
+        recorded_params(config),
         (SQL_FILE, SQL),
     )
     .await?;

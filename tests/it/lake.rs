@@ -65,6 +65,7 @@ fn a_command_killed_between_table_commits_leaves_the_last_lake_commit_and_a_reru
         // Killed in the second ingest: the first stays as it was.
         let lake = tmp.path().join(format!("crash{i}"));
         ok(ingest(&lake, "albedo", &albedo, None));
+        let committed = delta_versions(&lake, "trajectories");
         let o = ingest(&lake, "mswea", &mswea, Some(point));
         assert!(
             !o.status.success(),
@@ -76,7 +77,7 @@ fn a_command_killed_between_table_commits_leaves_the_last_lake_commit_and_a_reru
             stderr(&o)
         );
         assert!(
-            delta_versions(&lake, "trajectories") > 1,
+            delta_versions(&lake, "trajectories") > committed,
             "{point}: a newer trajectories version was written"
         );
         assert_eq!(
@@ -413,6 +414,10 @@ fn sigkill_at_any_time_leaves_a_lake_commit_and_a_rerun_converges() {
         );
     }
     eprintln!("(finished, reads as the new commit) after a kill: {outcomes:?}");
+    assert!(
+        outcomes.contains(&(false, false)),
+        "no kill landed before the ingest's commit: {outcomes:?}"
+    );
 }
 
 /// The closing table of `turnlake build`: step -> ran / skipped.
@@ -486,6 +491,21 @@ fn build_skips_what_is_current_and_reruns_from_a_changed_parameter() {
         std::fs::read(tmp.path().join("out/mix.jsonl")).unwrap(),
         export
     );
+
+    // A mix parameter only: select stays.
+    let capped = std::fs::read_to_string(&select).unwrap();
+    std::fs::write(
+        &select,
+        capped.replace("mode = \"all\"", "mode = \"shares\""),
+    )
+    .unwrap();
+    let fourth = build_steps(&build());
+    let ran: Vec<&str> = fourth
+        .iter()
+        .filter(|(_, r)| r == "ran")
+        .map(|(s, _)| s.as_str())
+        .collect();
+    assert_eq!(ran, ["mix", "validate", "export sft"], "{fourth:?}");
 }
 
 #[test]
@@ -550,4 +570,32 @@ fn a_build_killed_mid_step_resumes_to_the_uninterrupted_result() {
             "{point}"
         );
     }
+}
+
+#[test]
+fn a_lock_left_by_a_dead_writer_is_taken_over_or_removed_by_unlock() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lake = tmp.path().join("lake");
+    ok(ingest(&lake, "mswea", &fixtures().join("mswea"), None));
+    let lock = lake.join("_turnlake/lock");
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim()
+        .to_string();
+    // A dead process on this machine: the next writer takes its lock over.
+    let dead = serde_json::json!({"pid": 999_999_999u32, "host": host, "command": "ingest mswea", "since": "2026-01-01T00:00:00.000Z"});
+    std::fs::write(&lock, dead.to_string()).unwrap();
+    ok(ingest(&lake, "albedo", &fixtures().join("albedo"), None));
+    assert!(!lock.exists());
+    // A writer on another machine: `turnlake unlock` removes its lock and says whose it was.
+    let elsewhere = serde_json::json!({"pid": 1, "host": "elsewhere", "command": "credit", "since": "2026-01-01T00:00:00.000Z"});
+    std::fs::write(&lock, elsewhere.to_string()).unwrap();
+    let o = ok(run(&lake, &["unlock"]));
+    assert!(
+        stdout(&o).contains("removed the writer lock of `credit` (pid 1 on elsewhere"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(!lock.exists());
+    assert!(stdout(&ok(run(&lake, &["unlock"]))).contains("no writer lock"));
 }
