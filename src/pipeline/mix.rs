@@ -225,7 +225,9 @@ pub async fn register_quota(
     let mut available = BTreeMap::new();
     for (mix, table) in PRODUCTS {
         if !ctx.table_exist(table).map_err(SelectError::Config)? {
-            return Err(SelectError::Missing(table, "run `turnlake select` first"));
+            return Err(
+                super::step::StepError::Missing(table, "run `turnlake select` first").into(),
+            );
         }
         let n = ctx
             .table(table)

@@ -100,8 +100,6 @@ pub enum SelectError {
     Engine(#[from] EngineError),
     #[error(transparent)]
     Lake(#[from] LakeError),
-    #[error("the lake has no {0} table: {1}")]
-    Missing(&'static str, &'static str),
     #[error(transparent)]
     Step(#[from] super::step::StepError),
     #[error("registering the select config")]

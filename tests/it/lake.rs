@@ -420,6 +420,22 @@ fn sigkill_at_any_time_leaves_a_lake_commit_and_a_rerun_converges() {
     );
 }
 
+/// A pipeline file in `dir` over the select fixtures, exporting to `dir/out/mix.jsonl`.
+fn select_pipeline(dir: &Path, configs: &str) -> std::path::PathBuf {
+    let f = fixtures().join("select");
+    let pipeline = dir.join("pipeline.toml");
+    std::fs::write(
+        &pipeline,
+        format!(
+            "[inputs]\nalbedo = [{:?}]\nmini_coder = [{:?}]\n{configs}[outputs]\nsft = \"out/mix.jsonl\"\n",
+            f.join("albedo"),
+            f.join("mini-coder")
+        ),
+    )
+    .unwrap();
+    pipeline
+}
+
 /// The closing table of `turnlake build`: step -> ran / skipped.
 fn build_steps(o: &std::process::Output) -> Vec<(String, String)> {
     stdout(o)
@@ -435,22 +451,12 @@ fn build_steps(o: &std::process::Output) -> Vec<(String, String)> {
 #[test]
 fn build_skips_what_is_current_and_reruns_from_a_changed_parameter() {
     let tmp = tempfile::tempdir().unwrap();
-    let f = fixtures().join("select");
     let select = tmp.path().join("select.toml");
     let default =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("data/select.toml"))
             .unwrap();
     std::fs::write(&select, &default).unwrap();
-    let pipeline = tmp.path().join("pipeline.toml");
-    std::fs::write(
-        &pipeline,
-        format!(
-            "[inputs]\nalbedo = [{:?}]\nmini_coder = [{:?}]\n[configs]\nselect = \"select.toml\"\n[outputs]\nsft = \"out/mix.jsonl\"\n",
-            f.join("albedo"),
-            f.join("mini-coder")
-        ),
-    )
-    .unwrap();
+    let pipeline = select_pipeline(tmp.path(), "[configs]\nselect = \"select.toml\"\n");
     let lake = tmp.path().join("lake");
     let build = || ok(run(&lake, &["build", pipeline.to_str().unwrap()]));
     let steps = [
@@ -511,17 +517,7 @@ fn build_skips_what_is_current_and_reruns_from_a_changed_parameter() {
 #[test]
 fn a_build_killed_mid_step_resumes_to_the_uninterrupted_result() {
     let tmp = tempfile::tempdir().unwrap();
-    let f = fixtures().join("select");
-    let pipeline = tmp.path().join("pipeline.toml");
-    std::fs::write(
-        &pipeline,
-        format!(
-            "[inputs]\nalbedo = [{:?}]\nmini_coder = [{:?}]\n[outputs]\nsft = \"out/mix.jsonl\"\n",
-            f.join("albedo"),
-            f.join("mini-coder")
-        ),
-    )
-    .unwrap();
+    let pipeline = select_pipeline(tmp.path(), "");
     let state = |lake: &Path| {
         sql(
             lake,
@@ -603,17 +599,7 @@ fn a_lock_left_by_a_dead_writer_is_taken_over_or_removed_by_unlock() {
 #[test]
 fn a_build_killed_at_any_time_reads_as_a_commit_and_resumes() {
     let tmp = tempfile::tempdir().unwrap();
-    let f = fixtures().join("select");
-    let pipeline = tmp.path().join("pipeline.toml");
-    std::fs::write(
-        &pipeline,
-        format!(
-            "[inputs]\nalbedo = [{:?}]\nmini_coder = [{:?}]\n[outputs]\nsft = \"out/mix.jsonl\"\n",
-            f.join("albedo"),
-            f.join("mini-coder")
-        ),
-    )
-    .unwrap();
+    let pipeline = select_pipeline(tmp.path(), "");
     let reference = tmp.path().join("reference");
     ok(run(&reference, &["build", pipeline.to_str().unwrap()]));
     let export = std::fs::read(tmp.path().join("out/mix.jsonl")).unwrap();
