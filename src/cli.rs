@@ -1,7 +1,6 @@
 //! Command-line definitions: clap arguments turned into calls of `cmd::*`.
 
 use clap::{Parser, Subcommand, ValueEnum};
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::cmd;
@@ -14,7 +13,7 @@ use crate::output::Format;
     about = "Batch processor over a columnar lake of coding-agent trajectories"
 )]
 pub struct Cli {
-    /// Lake root: a folder or a file:// URL (all table I/O goes through object_store; s3:// is not built in yet).
+    /// Lake root: a folder, a file:// URL or s3://bucket/prefix (credentials, region and endpoint from the AWS_* environment).
     #[arg(long, global = true, env = "TURNLAKE_LAKE", default_value = "./lake")]
     pub lake: String,
     /// Read the lake as of a snapshot NAME, a lake commit VERSION or an RFC 3339
@@ -81,23 +80,23 @@ pub enum Command {
 
 #[derive(Debug, Subcommand)]
 pub enum IngestSource {
-    /// Albedo eval-run folders (or folders of them).
+    /// Albedo eval-run folders (or folders of them): local paths or s3:// prefixes.
     Albedo {
         /// Ingest even when an artifact's sha256 differs from verdict.json.
         #[arg(long)]
         no_verify: bool,
         #[arg(required = true)]
-        paths: Vec<PathBuf>,
+        paths: Vec<String>,
     },
-    /// mini-coder Parquet shards or JSONL files (or folders of them).
+    /// mini-coder Parquet shards or JSONL files (or folders of them), local or s3://.
     MiniCoder {
         #[arg(required = true)]
-        paths: Vec<PathBuf>,
+        paths: Vec<String>,
     },
-    /// mini-swe-agent *.traj.json files (or folders of them).
+    /// mini-swe-agent *.traj.json files (or folders of them), local or s3://.
     Mswea {
         #[arg(required = true)]
-        paths: Vec<PathBuf>,
+        paths: Vec<String>,
     },
 }
 

@@ -15,6 +15,7 @@ pub mod pipeline;
 pub mod plot;
 pub mod progress;
 pub mod source;
+pub mod storage;
 pub mod synth;
 pub mod tokenize;
 pub mod turn;

@@ -19,7 +19,11 @@ fn main() -> ExitCode {
             }) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("turnlake: {err:#}");
+            // No secret of the environment reaches the terminal, whatever failed.
+            eprintln!(
+                "turnlake: {}",
+                turnlake::storage::s3::redact(&format!("{err:#}"))
+            );
             ExitCode::FAILURE
         }
     }

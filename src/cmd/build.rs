@@ -10,14 +10,14 @@ use clap::Args;
 use comfy_table::Table;
 use serde::Deserialize;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use super::export::manifest_path;
+use super::export::{export_sft, manifest_path};
 use super::validate::ValidateArgs;
 use crate::cli::LakeArg;
 use crate::export::{manifest, sft};
+use crate::storage::Location;
 use crate::lake::Lake;
 use crate::pipeline::credit::{self, CreditConfig};
 use crate::pipeline::ingest::{ingest, InputKind};
@@ -26,19 +26,19 @@ use crate::pipeline::select::{self, SelectConfig, PRODUCTS};
 
 #[derive(Debug, Args)]
 pub struct BuildArgs {
-    /// The pipeline file (see data/pipeline.toml); its paths are relative to it.
-    pub pipeline: PathBuf,
+    /// The pipeline file (see data/pipeline.toml), local or s3://; its paths are relative to it.
+    pub pipeline: String,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Inputs {
     #[serde(default)]
-    albedo: Vec<PathBuf>,
+    albedo: Vec<String>,
     #[serde(default)]
-    mini_coder: Vec<PathBuf>,
+    mini_coder: Vec<String>,
     #[serde(default)]
-    mswea: Vec<PathBuf>,
+    mswea: Vec<String>,
     #[serde(default = "yes")]
     verify: bool,
 }
@@ -50,14 +50,14 @@ fn yes() -> bool {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Configs {
-    credit: Option<PathBuf>,
-    select: Option<PathBuf>,
+    credit: Option<String>,
+    select: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Outputs {
-    sft: PathBuf,
+    sft: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -158,23 +158,35 @@ async fn rows(lake: &Lake, tables: &[&str]) -> anyhow::Result<u64> {
 }
 
 pub async fn run(lake_arg: &LakeArg, args: BuildArgs) -> anyhow::Result<ExitCode> {
-    let text = std::fs::read_to_string(&args.pipeline)
-        .with_context(|| format!("reading {}", args.pipeline.display()))?;
-    let file: PipelineFile =
-        toml::from_str(&text).with_context(|| format!("{}", args.pipeline.display()))?;
-    let base = args
-        .pipeline
-        .parent()
-        .unwrap_or(Path::new("."))
-        .to_path_buf();
-    let at = |p: &Path| base.join(p);
-    let credit_config = super::load_config(
-        file.configs.credit.as_ref().map(|p| at(p)).as_ref(),
+    let pipeline = Location::parse(&args.pipeline)?;
+    let text = String::from_utf8(
+        pipeline
+            .read()
+            .await
+            .with_context(|| format!("reading {pipeline}"))?,
+    )
+    .with_context(|| format!("{pipeline} is not UTF-8"))?;
+    let file: PipelineFile = toml::from_str(&text).with_context(|| format!("{pipeline}"))?;
+    let at = |p: &str| pipeline.resolve(p);
+    let config_text = |p: &Option<String>| {
+        let p = p.as_deref().map(at).transpose();
+        async move {
+            match p? {
+                None => Ok::<_, anyhow::Error>(None),
+                Some(l) => {
+                    let bytes = l.read().await?;
+                    Ok(Some((l.to_string(), String::from_utf8_lossy(&bytes).into_owned())))
+                }
+            }
+        }
+    };
+    let credit_config = super::parse_config(
+        config_text(&file.configs.credit).await?,
         CreditConfig::default_config,
         CreditConfig::from_toml,
     )?;
-    let select_config = super::load_config(
-        file.configs.select.as_ref().map(|p| at(p)).as_ref(),
+    let select_config = super::parse_config(
+        config_text(&file.configs.select).await?,
         SelectConfig::default_config,
         SelectConfig::from_toml,
     )?;
@@ -222,7 +234,11 @@ pub async fn run(lake_arg: &LakeArg, args: BuildArgs) -> anyhow::Result<ExitCode
             continue;
         }
         let started = Instant::now();
-        let r = ingest(&lake, kind, paths.iter().map(|p| at(p)).collect())
+        let paths = paths
+            .iter()
+            .map(|p| at(p))
+            .collect::<Result<Vec<_>, _>>()?;
+        let r = ingest(&lake, kind, paths)
             .await
             .with_context(|| format!("{label} failed"))?;
         let note = format!(
@@ -374,50 +390,35 @@ pub async fn run(lake_arg: &LakeArg, args: BuildArgs) -> anyhow::Result<ExitCode
     // The export is current when its manifest records the versions readers see now
     // and the file still has the recorded hash.
     let started = Instant::now();
-    let out = at(&file.outputs.sft);
+    let out = at(&file.outputs.sft)?;
     let mpath = manifest_path(&out);
     let view = lake.view().await?;
-    let current = manifest::read(&mpath).ok().is_some_and(|m| {
-        m.lake == lake.root().as_str()
-            && m.tables.get("sft_mix") == view.tables.get("sft_mix")
-            && manifest::verify(&m, out.parent().unwrap_or(Path::new("."))).is_empty()
-    });
+    let current = match manifest::read(&mpath).await {
+        Ok(m) => {
+            m.lake == lake.root().as_str()
+                && m.tables.get("sft_mix") == view.tables.get("sft_mix")
+                && manifest::verify(&m, &out.parent().unwrap_or_else(|| out.clone()))
+                    .await
+                    .is_empty()
+        }
+        Err(_) => false,
+    };
     if current {
         step(
             "export sft",
             false,
             (0, 0),
             started,
-            format!("{} is current", out.display()),
+            format!("{out} is current"),
         );
     } else {
-        if let Some(dir) = out.parent() {
-            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        }
-        let rows = sft::rows(&lake, "sft_mix").await.context("export failed")?;
-        let tmp = out.with_extension("partial");
-        let s = sft::write(
-            std::io::BufWriter::new(
-                std::fs::File::create(&tmp)
-                    .with_context(|| format!("creating {}", tmp.display()))?,
-            ),
-            &rows,
-            sft::SftFormat::Jsonl,
-        )?;
-        std::fs::rename(&tmp, &out).with_context(|| format!("writing {}", out.display()))?;
-        let m = manifest::build(
-            &lake,
-            serde_json::json!({"kind": "sft", "table": "sft_mix", "format": "jsonl"}),
-            &[out.as_path()],
-        )
-        .await?;
-        manifest::write(&m, &mpath).with_context(|| format!("writing {}", mpath.display()))?;
+        let (s, _, _) = export_sft(&lake, "sft_mix", sft::SftFormat::Jsonl, &out).await?;
         step(
             "export sft",
             true,
-            (rows.len() as u64, s.rows as u64),
+            (s.rows as u64, s.rows as u64),
             started,
-            out.display().to_string(),
+            out.to_string(),
         );
     }
 

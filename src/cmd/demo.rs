@@ -102,7 +102,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         ("mswea", InputKind::Mswea, synth::mswea_dir(&corpus)),
     ] {
         println!("\n== ingest {label}");
-        let report = ingest(&lake, kind, vec![path]).await?;
+        let report = ingest(&lake, kind, vec![path.into()]).await?;
         super::ingest::print_report(&report);
     }
 
@@ -179,20 +179,13 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
 
     println!("\n== export sft");
     let out = dir.join("sft_mix.jsonl");
-    let rows = crate::export::sft::rows(&lake, "sft_mix").await?;
-    let s = crate::export::sft::write(
-        std::io::BufWriter::new(std::fs::File::create(&out)?),
-        &rows,
-        crate::export::sft::SftFormat::Jsonl,
-    )?;
-    let manifest = crate::export::manifest::build(
+    let (s, manifest, manifest_path) = super::export::export_sft(
         &lake,
-        serde_json::json!({"kind": "sft", "table": "sft_mix", "format": "jsonl"}),
-        &[out.as_path()],
+        "sft_mix",
+        crate::export::sft::SftFormat::Jsonl,
+        &out.clone().into(),
     )
     .await?;
-    let manifest_path = super::export::manifest_path(&out);
-    crate::export::manifest::write(&manifest, &manifest_path)?;
     println!(
         "   {} rows, {} messages, {} train turns -> {} (lake commit {}; `turnlake rebuild {}` reproduces it)",
         s.rows,
@@ -200,7 +193,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         s.train_turns,
         out.display(),
         manifest.lake_commit,
-        manifest_path.display()
+        manifest_path
     );
     let snap =
         crate::lake::snapshot::create(&lake, "demo", Some("the demo's export".into())).await?;
@@ -222,7 +215,9 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
             root: lake.root().to_string(),
             as_of: None,
         },
-        super::build::BuildArgs { pipeline },
+        super::build::BuildArgs {
+            pipeline: pipeline.display().to_string(),
+        },
     )
     .await?;
 

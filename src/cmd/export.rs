@@ -3,12 +3,13 @@
 
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::cli::LakeArg;
 use crate::export::manifest;
 use crate::export::sft::{self, SftFormat};
+use crate::storage::Location;
 
 #[derive(Debug, Subcommand)]
 pub enum ExportCommand {
@@ -24,8 +25,9 @@ pub enum SftFormatArg {
 
 #[derive(Debug, Args)]
 pub struct SftArgs {
+    /// A local path or s3://bucket/key; the manifest goes beside it.
     #[arg(long)]
-    pub out: PathBuf,
+    pub out: String,
     #[arg(long, value_enum, default_value = "jsonl")]
     pub format: SftFormatArg,
     /// The rows to export: sft_mix, or one product table.
@@ -33,28 +35,67 @@ pub struct SftArgs {
     pub table: String,
 }
 
-/// Export `table` of `lake` as `format` to `out` (written beside, then renamed,
-/// so a failed export leaves nothing half-written).
-async fn export_sft(
+/// Export `table` of `lake` as `format` to `out`: written to a local file
+/// first (beside `out`, or in the temporary folder for an object), hashed,
+/// then renamed or uploaded, so a failed export leaves nothing half-written.
+async fn write_sft(
     lake: &crate::lake::Lake,
     table: &str,
     format: SftFormat,
-    out: &Path,
-) -> anyhow::Result<sft::ExportSummary> {
+    out: &Location,
+) -> anyhow::Result<(sft::ExportSummary, manifest::FileEntry)> {
     let rows = sft::rows(lake, table).await.context("export failed")?;
-    let tmp = out.with_extension("partial");
-    let file =
-        std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
-    let s = sft::write(std::io::BufWriter::new(file), &rows, format)?;
-    std::fs::rename(&tmp, out).with_context(|| format!("writing {}", out.display()))?;
-    Ok(s)
+    let scratch;
+    let tmp = match out.as_local() {
+        Some(p) => {
+            if let Some(d) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+            }
+            p.with_extension("partial")
+        }
+        None => {
+            scratch = tempfile::tempdir().context("creating a scratch folder")?;
+            scratch.path().join("export")
+        }
+    };
+    let written = {
+        let tmp = tmp.clone();
+        tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
+            let file = std::fs::File::create(&tmp)
+                .with_context(|| format!("creating {}", tmp.display()))?;
+            let summary = sft::write(std::io::BufWriter::new(file), &rows, format)?;
+            Ok(summary)
+        })
+        .await??
+    };
+    let name = out.file_name().context("the export path names no file")?;
+    let entry = manifest::entry(&name, &tmp)?;
+    out.publish(&tmp).await?;
+    Ok((written, entry))
+}
+
+/// Export and write its manifest beside it: the summary, the manifest and where it went.
+pub async fn export_sft(
+    lake: &crate::lake::Lake,
+    table: &str,
+    format: SftFormat,
+    out: &Location,
+) -> anyhow::Result<(sft::ExportSummary, manifest::Manifest, Location)> {
+    let (summary, entry) = write_sft(lake, table, format, out).await?;
+    let export =
+        serde_json::json!({"kind": "sft", "table": table, "format": format_name(format)});
+    let m = manifest::build(lake, export, vec![entry]).await?;
+    let mpath = manifest_path(out);
+    manifest::write(&m, &mpath)
+        .await
+        .with_context(|| format!("writing {mpath}"))?;
+    Ok((summary, m, mpath))
 }
 
 /// Where an export's manifest goes: `PATH.manifest.json`.
-pub fn manifest_path(out: &Path) -> PathBuf {
-    let mut name = out.file_name().unwrap_or_default().to_os_string();
-    name.push(".manifest.json");
-    out.with_file_name(name)
+pub fn manifest_path(out: &Location) -> Location {
+    let name = format!("{}.manifest.json", out.file_name().unwrap_or_default());
+    out.parent().unwrap_or_else(|| out.clone()).join(&name)
 }
 
 fn format_name(f: SftFormat) -> &'static str {
@@ -71,28 +112,19 @@ pub async fn run(lake: &LakeArg, cmd: ExportCommand) -> anyhow::Result<ExitCode>
         SftFormatArg::Jsonl => SftFormat::Jsonl,
         SftFormatArg::Parquet => SftFormat::Parquet,
     };
-    let s = export_sft(&lake, &args.table, format, &args.out).await?;
-    let export =
-        serde_json::json!({"kind": "sft", "table": args.table, "format": format_name(format)});
-    let m = manifest::build(&lake, export, &[args.out.as_path()]).await?;
-    let mpath = manifest_path(&args.out);
-    manifest::write(&m, &mpath).with_context(|| format!("writing {}", mpath.display()))?;
+    let out = Location::parse(&args.out)?;
+    let (s, m, mpath) = export_sft(&lake, &args.table, format, &out).await?;
     println!(
-        "exported {} rows, {} messages, {} train turns to {} (lake commit {}, manifest {})",
-        s.rows,
-        s.messages,
-        s.train_turns,
-        args.out.display(),
-        m.lake_commit,
-        mpath.display()
+        "exported {} rows, {} messages, {} train turns to {out} (lake commit {}, manifest {mpath})",
+        s.rows, s.messages, s.train_turns, m.lake_commit,
     );
     Ok(ExitCode::SUCCESS)
 }
 
 #[derive(Debug, Args)]
 pub struct RebuildArgs {
-    /// A manifest an export wrote (`PATH.manifest.json`).
-    pub manifest: PathBuf,
+    /// A manifest an export wrote (`PATH.manifest.json`), local or s3://.
+    pub manifest: String,
     /// Keep the rebuilt files here (default: rebuilt in a temporary folder, only checked).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -101,7 +133,8 @@ pub struct RebuildArgs {
 /// Reproduce an export from the lake commit its manifest records and check
 /// every file's hash; a mismatch names the file.
 pub async fn rebuild(args: RebuildArgs) -> anyhow::Result<ExitCode> {
-    let m = manifest::read(&args.manifest).map_err(anyhow::Error::msg)?;
+    let mpath = Location::parse(&args.manifest)?;
+    let m = manifest::read(&mpath).await.map_err(anyhow::Error::msg)?;
     let lake = crate::lake::Lake::open_as_of(&m.lake, &m.lake_commit.to_string()).await?;
     let scratch;
     let dir = match &args.out {
@@ -117,8 +150,7 @@ pub async fn rebuild(args: RebuildArgs) -> anyhow::Result<ExitCode> {
     let kind = m.export["kind"].as_str().unwrap_or("");
     anyhow::ensure!(
         kind == "sft",
-        "{}: cannot rebuild an export of kind {kind:?}",
-        args.manifest.display()
+        "{mpath}: cannot rebuild an export of kind {kind:?}"
     );
     let table = m.export["table"].as_str().unwrap_or("sft_mix");
     let format = match m.export["format"].as_str() {
@@ -126,8 +158,8 @@ pub async fn rebuild(args: RebuildArgs) -> anyhow::Result<ExitCode> {
         _ => SftFormat::Jsonl,
     };
     let file = m.files.first().context("the manifest lists no file")?;
-    export_sft(&lake, table, format, &dir.join(&file.path)).await?;
-    let bad = manifest::verify(&m, &dir);
+    write_sft(&lake, table, format, &Location::Local(dir.join(&file.path))).await?;
+    let bad = manifest::verify(&m, &Location::Local(dir.clone())).await;
     if bad.is_empty() {
         println!(
             "rebuilt {} file(s) from lake commit {}: every sha256 matches",

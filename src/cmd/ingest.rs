@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use crate::cli::IngestSource;
 use crate::cli::LakeArg;
 use crate::pipeline::ingest::{ingest, IngestReport, InputKind};
+use crate::storage::Location;
 
 pub async fn run(lake: &LakeArg, source: IngestSource) -> anyhow::Result<ExitCode> {
     let lake = lake.open().await?;
@@ -16,6 +17,10 @@ pub async fn run(lake: &LakeArg, source: IngestSource) -> anyhow::Result<ExitCod
         IngestSource::MiniCoder { paths } => (InputKind::MiniCoder, paths),
         IngestSource::Mswea { paths } => (InputKind::Mswea, paths),
     };
+    let paths = paths
+        .iter()
+        .map(|p| Location::parse(p))
+        .collect::<Result<Vec<_>, _>>()?;
     let report = ingest(&lake, kind, paths).await.context("ingest failed")?;
     print_report(&report);
     Ok(if report.nothing_usable() {

@@ -17,6 +17,18 @@ pub mod tables;
 pub mod tokenizer;
 pub mod validate;
 
+/// A TOML config from `(name, text)`, or the embedded default; errors name the file.
+pub fn parse_config<T>(
+    file: Option<(String, String)>,
+    default: fn() -> T,
+    parse: fn(&str) -> Result<T, String>,
+) -> anyhow::Result<T> {
+    match file {
+        None => Ok(default()),
+        Some((name, text)) => parse(&text).map_err(|e| anyhow::anyhow!("{name}: {e}")),
+    }
+}
+
 /// A TOML config read from `path`, or the embedded default; errors name the file.
 pub fn load_config<T>(
     path: Option<&std::path::PathBuf>,

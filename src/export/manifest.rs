@@ -10,6 +10,7 @@ use std::io::Read;
 use std::path::Path;
 
 use crate::lake::{Lake, LakeError};
+use crate::storage::{Location, StorageError};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct FileEntry {
@@ -40,7 +41,11 @@ pub struct Manifest {
 
 /// sha256 and size of a file, read in chunks.
 pub fn hash_file(path: &Path) -> std::io::Result<(u64, String)> {
-    let mut f = std::fs::File::open(path)?;
+    hash_reader(std::fs::File::open(path)?)
+}
+
+/// sha256 and size of everything `f` yields, read in chunks.
+pub fn hash_reader(mut f: impl Read) -> std::io::Result<(u64, String)> {
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
     let mut size = 0u64;
@@ -55,11 +60,22 @@ pub fn hash_file(path: &Path) -> std::io::Result<(u64, String)> {
     Ok((size, hex::encode(h.finalize())))
 }
 
+/// The entry of a written file: `name` as the manifest lists it, the bytes of `local`.
+pub fn entry(name: &str, local: &Path) -> Result<FileEntry, ManifestError> {
+    let (size, sha256) =
+        hash_file(local).map_err(|e| ManifestError::Io(local.display().to_string(), e))?;
+    Ok(FileEntry {
+        path: name.to_string(),
+        size,
+        sha256,
+    })
+}
+
 /// The manifest of an export of `lake` (as its view reads it) that wrote `files`.
 pub async fn build(
     lake: &Lake,
     export: serde_json::Value,
-    files: &[&Path],
+    files: Vec<FileEntry>,
 ) -> Result<Manifest, ManifestError> {
     let view = lake.view().await?;
     let commit = view.commit.clone().ok_or(ManifestError::NoCommit)?;
@@ -82,19 +98,6 @@ pub async fn build(
             }
         }
     }
-    let mut entries = Vec::new();
-    for f in files {
-        let (size, sha256) =
-            hash_file(f).map_err(|e| ManifestError::Io(f.display().to_string(), e))?;
-        entries.push(FileEntry {
-            path: f
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-            size,
-            sha256,
-        });
-    }
     Ok(Manifest {
         turnlake: env!("CARGO_PKG_VERSION").to_string(),
         lake: lake.root().to_string(),
@@ -102,7 +105,7 @@ pub async fn build(
         tables: view.tables,
         written_by,
         export,
-        files: entries,
+        files,
     })
 }
 
@@ -119,31 +122,40 @@ pub enum ManifestError {
 }
 
 /// Write `manifest` as pretty JSON at `path`.
-pub fn write(manifest: &Manifest, path: &Path) -> std::io::Result<()> {
-    let mut body = serde_json::to_vec_pretty(manifest).map_err(std::io::Error::from)?;
+pub async fn write(manifest: &Manifest, path: &Location) -> Result<(), StorageError> {
+    let mut body = serde_json::to_vec_pretty(manifest).expect("a manifest serializes");
     body.push(b'\n');
-    std::fs::write(path, body)
+    path.write(body).await
 }
 
-pub fn read(path: &Path) -> Result<Manifest, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    serde_json::from_slice(&bytes)
-        .map_err(|e| format!("{}: not a turnlake manifest: {e}", path.display()))
+pub async fn read(path: &Location) -> Result<Manifest, String> {
+    let bytes = path.read().await.map_err(|e| e.to_string())?;
+    serde_json::from_slice(&bytes).map_err(|e| format!("{path}: not a turnlake manifest: {e}"))
 }
 
-/// Compare rebuilt files in `dir` with the manifest; the files that differ, with why.
-pub fn verify(manifest: &Manifest, dir: &Path) -> Vec<String> {
-    let mut bad = Vec::new();
-    for f in &manifest.files {
-        let path = dir.join(&f.path);
-        match hash_file(&path) {
-            Ok((size, sha)) if size == f.size && sha == f.sha256 => {}
-            Ok((size, sha)) => bad.push(format!(
-                "{}: rebuilt {size} bytes sha256 {sha}, the manifest records {} bytes sha256 {}",
-                f.path, f.size, f.sha256
-            )),
-            Err(e) => bad.push(format!("{}: {e}", f.path)),
+/// Compare the files in `dir` with the manifest (hashed on a blocking
+/// thread, streamed where remote); the files that differ, with why.
+pub async fn verify(manifest: &Manifest, dir: &Location) -> Vec<String> {
+    let (files, dir) = (manifest.files.clone(), dir.clone());
+    let check = move || {
+        let mut bad = Vec::new();
+        for f in &files {
+            let hashed = dir
+                .join(&f.path)
+                .open_blocking()
+                .and_then(hash_reader);
+            match hashed {
+                Ok((size, sha)) if size == f.size && sha == f.sha256 => {}
+                Ok((size, sha)) => bad.push(format!(
+                    "{}: rebuilt {size} bytes sha256 {sha}, the manifest records {} bytes sha256 {}",
+                    f.path, f.size, f.sha256
+                )),
+                Err(e) => bad.push(format!("{}: {e}", f.path)),
+            }
         }
-    }
-    bad
+        bad
+    };
+    tokio::task::spawn_blocking(check)
+        .await
+        .unwrap_or_else(|e| vec![format!("verifying: {e}")])
 }

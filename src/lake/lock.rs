@@ -7,6 +7,8 @@
 
 use object_store::path::Path as StorePath;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
+
+use crate::storage::s3::describe;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -102,7 +104,13 @@ impl WriterLock {
                     })
                 }
                 Err(object_store::Error::AlreadyExists { .. }) => {}
-                Err(e) => return Err(err(format!("taking the writer lock: {e}"))),
+                Err(e) => {
+                    return Err(err(describe(
+                        "taking the writer lock: PUT",
+                        &format!("{root}{META_DIR}/lock"),
+                        &e,
+                    )))
+                }
             }
             let holder: Option<Holder> = match store.get(&path).await {
                 Ok(r) => r
@@ -111,7 +119,13 @@ impl WriterLock {
                     .ok()
                     .and_then(|b| serde_json::from_slice(&b).ok()),
                 Err(object_store::Error::NotFound { .. }) => continue,
-                Err(e) => return Err(err(format!("reading the writer lock: {e}"))),
+                Err(e) => {
+                    return Err(err(describe(
+                        "reading the writer lock: GET",
+                        &format!("{root}{META_DIR}/lock"),
+                        &e,
+                    )))
+                }
             };
             match holder {
                 Some(h) if h.is_stale() => {
@@ -183,7 +197,7 @@ impl WriterLock {
             .await
             .map_err(|e| LakeError::Log {
                 root: self.path.to_string(),
-                reason: format!("releasing the writer lock: {e}"),
+                reason: describe("releasing the writer lock: DELETE", self.path.as_ref(), &e),
             })
     }
 }

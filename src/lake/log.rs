@@ -26,6 +26,9 @@ pub struct InputFile {
     /// sha256 of the file's bytes, where the command hashed them.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub sha256: Option<String>,
+    /// The object's ETag, for an input read from an object store.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub etag: Option<String>,
 }
 
 /// One lake commit.
@@ -72,6 +75,22 @@ impl LakeLog {
         }
     }
 
+    /// A failed request on the log, named by operation and URL.
+    fn store_err(&self, what: &str, key: &str, e: &object_store::Error) -> LakeError {
+        LakeError::Log {
+            root: self.root.clone(),
+            reason: crate::storage::s3::describe(what, &format!("{}{META_DIR}/log/{key}", self.root_slash()), e),
+        }
+    }
+
+    fn root_slash(&self) -> String {
+        if self.root.ends_with('/') {
+            self.root.clone()
+        } else {
+            format!("{}/", self.root)
+        }
+    }
+
     /// Every commit version in the log, ascending.
     pub async fn versions(&self) -> LakeResult<Vec<u64>> {
         use futures::TryStreamExt;
@@ -80,7 +99,7 @@ impl LakeLog {
             .list(Some(&self.dir))
             .try_collect()
             .await
-            .map_err(|e| self.err("listing the lake log", e))?;
+            .map_err(|e| self.store_err("listing the lake log: LIST", "", &e))?;
         let mut versions: Vec<u64> = listed
             .iter()
             .filter_map(|m| m.location.filename())
@@ -97,10 +116,10 @@ impl LakeLog {
             .store
             .get(&path)
             .await
-            .map_err(|e| self.err(&format!("reading lake commit {version}"), e))?
+            .map_err(|e| self.store_err("reading a lake commit: GET", &commit_name(version), &e))?
             .bytes()
             .await
-            .map_err(|e| self.err(&format!("reading lake commit {version}"), e))?;
+            .map_err(|e| self.store_err("reading a lake commit: GET", &commit_name(version), &e))?;
         serde_json::from_slice(&bytes).map_err(|e| self.err(&format!("lake commit {version}"), e))
     }
 
@@ -130,7 +149,11 @@ impl LakeLog {
                 root: self.root.clone(),
                 version: commit.version,
             }),
-            Err(e) => Err(self.err(&format!("writing lake commit {}", commit.version), e)),
+            Err(e) => Err(self.store_err(
+                "writing a lake commit: PUT",
+                &commit_name(commit.version),
+                &e,
+            )),
         }
     }
 }

@@ -43,12 +43,13 @@ pub enum LakeError {
         #[source]
         source: Box<deltalake::DeltaTableError>,
     },
-    #[error("listing the lake at {root}")]
+    #[error("{}", crate::storage::s3::describe("listing", .root, .error))]
     List {
         root: String,
-        #[source]
-        source: object_store::Error,
+        error: object_store::Error,
     },
+    #[error(transparent)]
+    Storage(#[from] crate::storage::StorageError),
     #[error("lake log at {root}: {reason}")]
     Log { root: String, reason: String },
     #[error(
@@ -117,6 +118,9 @@ pub struct Lake {
     root: Url,
     /// The view readers use, resolved once (and moved on by this process's commits).
     view: Arc<Mutex<Option<View>>>,
+    /// Tables loaded at a version (a version never changes): on S3 each load
+    /// is several requests, and a command reads the same tables many times.
+    loaded: Arc<Mutex<BTreeMap<(String, u64), DeltaTable>>>,
     /// Set by `--as-of`: the lake is read at that commit and cannot be written.
     pinned: bool,
 }
@@ -144,6 +148,7 @@ impl Lake {
         Ok(Lake {
             root: url,
             view: Arc::new(Mutex::new(None)),
+            loaded: Arc::default(),
             pinned: false,
         })
     }
@@ -192,12 +197,36 @@ impl Lake {
 
     /// The object store of the root and the root's path in it.
     fn store(&self) -> LakeResult<(Arc<dyn object_store::ObjectStore>, object_store::path::Path)> {
-        let (store, prefix) =
-            object_store::parse_url(&self.root).map_err(|source| LakeError::List {
-                root: self.root.to_string(),
-                source,
-            })?;
-        Ok((Arc::from(store), prefix))
+        Ok(crate::storage::store_for(&self.root)?)
+    }
+
+    /// A builder for table `name`; a remote lake's tables share the lake's
+    /// store (its credentials, timeouts, retries and conditional writes).
+    fn delta_builder(&self, name: &str) -> LakeResult<deltalake::DeltaTableBuilder> {
+        let url = self.table_url(name);
+        let delta = |source| LakeError::Delta {
+            table: name.to_string(),
+            source: Box::new(source),
+        };
+        let builder = deltalake::DeltaTableBuilder::from_url(url.clone()).map_err(delta)?;
+        if self.root.scheme() == "file" {
+            return Ok(builder);
+        }
+        let (store, _) = self.store()?;
+        Ok(builder.with_storage_backend(store, url))
+    }
+
+    /// Table `name` at its newest version, or uninitialized where it has no log yet.
+    async fn load_or_new(&self, name: &str) -> LakeResult<DeltaTable> {
+        let delta = |source| LakeError::Delta {
+            table: name.to_string(),
+            source: Box::new(source),
+        };
+        let mut table = self.delta_builder(name)?.build().map_err(delta)?;
+        match table.load().await {
+            Ok(()) | Err(deltalake::DeltaTableError::NotATable(_)) => Ok(table),
+            Err(e) => Err(delta(e)),
+        }
     }
 
     pub fn log(&self) -> LakeResult<LakeLog> {
@@ -229,7 +258,7 @@ impl Lake {
     async fn table_names(&self) -> LakeResult<Vec<String>> {
         let list_err = |source| LakeError::List {
             root: self.root.to_string(),
-            source,
+            error: source,
         };
         let (store, prefix) = self.store()?;
         let listing = store
@@ -312,7 +341,7 @@ impl Lake {
             .await
             .map_err(|source| LakeError::List {
                 root: self.root.to_string(),
-                source,
+                error: source,
             })
     }
 
@@ -343,7 +372,7 @@ impl Lake {
         let dir = prefix.clone().join(name);
         let err = |source| LakeError::List {
             root: self.table_url(name).to_string(),
-            source,
+            error: source,
         };
         let mut files: Vec<object_store::ObjectMeta> =
             store.list(Some(&dir)).try_collect().await.map_err(err)?;
@@ -390,12 +419,23 @@ impl Lake {
         let Some(version) = self.view().await?.tables.get(name).copied() else {
             return Ok(None);
         };
-        let t = deltalake::open_table_with_version(self.table_url(name), version)
+        let key = (name.to_string(), version);
+        if let Some(t) = self.loaded.lock().expect("table cache").get(&key) {
+            return Ok(Some(t.clone()));
+        }
+        let t = self
+            .delta_builder(name)?
+            .with_version(version)
+            .load()
             .await
             .map_err(|source| LakeError::Delta {
                 table: name.to_string(),
                 source: Box::new(source),
             })?;
+        self.loaded
+            .lock()
+            .expect("table cache")
+            .insert(key, t.clone());
         Ok(Some(t))
     }
 
@@ -410,7 +450,7 @@ impl Lake {
             .await
             .map_err(|source| LakeError::List {
                 root: self.table_url(name).to_string(),
-                source,
+                error: source,
             })?;
         let base = format!("{}/", dir.as_ref());
         Ok(metas
@@ -427,12 +467,7 @@ impl Lake {
         if self.local_dir(name).is_some_and(|d| !d.exists()) {
             return Ok(None);
         }
-        let t = DeltaTable::try_from_url(self.table_url(name))
-            .await
-            .map_err(|source| LakeError::Delta {
-                table: name.to_string(),
-                source: Box::new(source),
-            })?;
+        let t = self.load_or_new(name).await?;
         Ok(t.version().map(|_| t))
     }
 
@@ -478,9 +513,7 @@ impl Lake {
                 reason: e.to_string(),
             })?;
         }
-        let table = DeltaTable::try_from_url(self.table_url(name))
-            .await
-            .map_err(delta)?;
+        let table = self.load_or_new(name).await?;
         let batches = if batches.is_empty() {
             vec![RecordBatch::new_empty(schema.schema.clone())]
         } else {
@@ -493,6 +526,10 @@ impl Lake {
             .with_save_mode(mode)
             .with_partition_columns(schema.partition_by.clone())
             .with_configuration([("delta.enableExpiredLogCleanup", Some("false"))]);
+        if mode == SaveMode::Append {
+            // A lake written before a schema gained a nullable column takes it on.
+            write = write.with_schema_mode(deltalake::operations::write::SchemaMode::Merge);
+        }
         if let Some(p) = provenance {
             write = write.with_commit_properties(
                 CommitProperties::default().with_metadata([("turnlake".to_string(), p)]),

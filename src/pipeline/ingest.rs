@@ -8,7 +8,6 @@
 //! `read = written + unchanged + rejected`.
 
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
 
 use crate::columns::strings;
 use crate::engine::{self, EngineError};
@@ -17,10 +16,20 @@ use crate::source::rows::{
     self, EvalRow, JudgmentRow, MessageRow, QuestionRow, RejectRow, TrajectoryRow, TurnRow,
 };
 use crate::source::{albedo, mini_coder, mswea, Record};
+use crate::storage::{Entry, Location, StorageError, StorageResult};
 
-/// Flush buffered rows once this many trajectories or message bytes wait.
+/// Flush buffered rows once this many trajectories (`TURNLAKE_INGEST_FLUSH`
+/// overrides it) or message bytes wait; each flush is one lake commit.
 const FLUSH_TRAJECTORIES: usize = 4096;
 const FLUSH_BYTES: usize = 256 << 20;
+
+fn flush_trajectories() -> usize {
+    std::env::var("TURNLAKE_INGEST_FLUSH")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(FLUSH_TRAJECTORIES)
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InputKind {
@@ -49,6 +58,8 @@ pub enum IngestError {
     Lake(#[from] LakeError),
     #[error(transparent)]
     Engine(#[from] EngineError),
+    #[error(transparent)]
+    Storage(#[from] StorageError),
     #[error("reading input")]
     Io(#[from] std::io::Error),
     #[error("the reader thread stopped: {0}")]
@@ -120,6 +131,21 @@ async fn known(lake: &Lake) -> Result<Known, IngestError> {
             .zip(column(&b, "run_sha"))
             .collect();
     }
+    // Runs with rows but no evals row were cut short: they are read again whole.
+    for (table, query) in [
+        (
+            "trajectories",
+            "SELECT DISTINCT eval_run_id FROM trajectories WHERE eval_run_id IS NOT NULL",
+        ),
+        ("questions", "SELECT DISTINCT eval_run_id FROM questions"),
+    ] {
+        if tables.contains(table) {
+            let b = engine::run_sql(&ctx, query, "loading eval runs").await?;
+            for id in column(&b, "eval_run_id") {
+                k.runs.entry(id).or_default();
+            }
+        }
+    }
     if tables.contains("rejects") {
         let b = engine::run_sql(&ctx, "SELECT reject_id FROM rejects", "loading rejects").await?;
         k.rejects = column(&b, "reject_id").into_iter().collect();
@@ -127,49 +153,70 @@ async fn known(lake: &Lake) -> Result<Known, IngestError> {
     Ok(k)
 }
 
-fn file_len(path: &std::path::Path) -> u64 {
-    std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
+/// What a reader reads: eval-run folders or input files.
+enum Inputs {
+    Runs(Vec<albedo::RunFolder>),
+    Files(Vec<Entry>),
 }
 
-/// The input files under `paths` and a bar over their bytes.
-fn files_and_bar(
-    paths: &[PathBuf],
-    wants: fn(&str) -> bool,
-) -> std::io::Result<(Vec<PathBuf>, indicatif::ProgressBar)> {
-    let files = crate::source::collect_files(paths, wants)?;
-    let bar = crate::progress::bytes_bar(files.iter().map(|f| file_len(f)).sum(), "ingest");
-    Ok((files, bar))
+impl Inputs {
+    fn entries(&self) -> Vec<&Entry> {
+        match self {
+            Inputs::Runs(runs) => runs.iter().flat_map(|r| r.artifacts.values()).collect(),
+            Inputs::Files(files) => files.iter().collect(),
+        }
+    }
 }
 
-/// The input files an ingest of `paths` reads, with their sizes and sha256,
-/// for its lake commit (read once more on a blocking thread).
-fn input_files(kind: InputKind, paths: &[PathBuf]) -> std::io::Result<Vec<InputFile>> {
-    let files = match kind {
-        InputKind::Albedo { .. } => albedo::run_folders(paths)?
-            .into_iter()
-            .flat_map(|dir| albedo::ARTIFACTS.map(|name| dir.join(name)))
-            .filter(|f| f.exists())
-            .collect(),
-        InputKind::MiniCoder => crate::source::collect_files(paths, mini_coder::wants)?,
-        InputKind::Mswea => crate::source::collect_files(paths, mswea::wants)?,
-    };
-    files
+/// Files under `paths` whose name satisfies `want` (a path naming a file is
+/// taken as given), in path order within each path.
+async fn files_under(paths: &[Location], want: fn(&str) -> bool) -> StorageResult<Vec<Entry>> {
+    let mut out = Vec::new();
+    for p in paths {
+        out.extend(p.files().await?.into_iter().filter(|e| {
+            e.location.same(p) || e.location.file_name().is_some_and(|n| want(&n))
+        }));
+    }
+    Ok(out)
+}
+
+async fn list_inputs(kind: InputKind, paths: &[Location]) -> StorageResult<Inputs> {
+    Ok(match kind {
+        InputKind::Albedo { .. } => Inputs::Runs(albedo::run_folders(paths).await?),
+        InputKind::MiniCoder => Inputs::Files(files_under(paths, mini_coder::wants).await?),
+        InputKind::Mswea => Inputs::Files(files_under(paths, mswea::wants).await?),
+    })
+}
+
+/// The input files an ingest reads, for its lake commit: a local file with
+/// its sha256 (read once more, on a blocking thread), an object with the
+/// ETag the store gave (no second download).
+fn input_files(inputs: &Inputs) -> std::io::Result<Vec<InputFile>> {
+    inputs
+        .entries()
         .into_iter()
-        .map(|f| {
-            let (size, sha256) = crate::export::manifest::hash_file(&f)?;
+        .map(|e| {
+            let (size, sha256) = match e.location.as_local() {
+                Some(p) => {
+                    let (size, sha) = crate::export::manifest::hash_file(p)?;
+                    (size, Some(sha))
+                }
+                None => (e.size, None),
+            };
             Ok(InputFile {
                 size,
-                path: f.display().to_string(),
-                sha256: Some(sha256),
+                path: e.location.to_string(),
+                sha256,
+                etag: e.etag.clone().filter(|_| e.location.is_remote()),
             })
         })
         .collect()
 }
 
-/// Run the reader for `kind` over `paths`, sending records to `tx`.
+/// Run the reader for `kind` over `inputs`, sending records to `tx`.
 fn read_all(
     kind: InputKind,
-    paths: Vec<PathBuf>,
+    inputs: &Inputs,
     runs: HashMap<String, String>,
     tx: tokio::sync::mpsc::Sender<Record>,
 ) -> std::io::Result<()> {
@@ -177,36 +224,32 @@ fn read_all(
         // The writer only stops early on an error it reports itself.
         let _ = tx.blocking_send(r);
     };
-    match kind {
-        InputKind::Albedo { verify } => {
-            let folders = albedo::run_folders(&paths)?;
-            let bar = crate::progress::bytes_bar(
-                folders.iter().map(|f| albedo::run_bytes(f)).sum(),
-                "ingest",
-            );
+    let total = inputs.entries().iter().map(|e| e.size).sum();
+    let bar = crate::progress::bytes_bar(total, "ingest");
+    match (kind, inputs) {
+        (InputKind::Albedo { verify }, Inputs::Runs(folders)) => {
             let opts = albedo::AlbedoOptions { verify };
-            for dir in folders {
-                per_file(&dir, || albedo::read_run(&dir, &opts, &runs, &mut emit))?;
-                bar.inc(albedo::run_bytes(&dir));
+            for run in folders {
+                per_file(&run.dir, || albedo::read_run(run, &opts, &runs, &mut emit))?;
+                bar.inc(run.bytes());
             }
-            bar.finish_and_clear();
         }
-        InputKind::MiniCoder => {
-            let (files, bar) = files_and_bar(&paths, mini_coder::wants)?;
+        (InputKind::MiniCoder, Inputs::Files(files)) => {
             for f in files {
-                per_file(&f, || mini_coder::read_file(&f, &|n| bar.inc(n), &mut emit))?;
+                per_file(&f.location, || {
+                    mini_coder::read_file(f, &|n| bar.inc(n), &mut emit)
+                })?;
             }
-            bar.finish_and_clear();
         }
-        InputKind::Mswea => {
-            let (files, bar) = files_and_bar(&paths, mswea::wants)?;
+        (InputKind::Mswea, Inputs::Files(files)) => {
             for f in files {
-                per_file(&f, || mswea::read_file(&f, &mut emit))?;
-                bar.inc(file_len(&f));
+                per_file(&f.location, || mswea::read_file(&f.location, &mut emit))?;
+                bar.inc(f.size);
             }
-            bar.finish_and_clear();
         }
+        _ => unreachable!("list_inputs lists runs for albedo and files otherwise"),
     }
+    bar.finish_and_clear();
     Ok(())
 }
 
@@ -220,11 +263,19 @@ struct Buffer {
     judgments: Vec<JudgmentRow>,
     rejects: Vec<RejectRow>,
     message_bytes: usize,
+    flush_at: usize,
 }
 
 impl Buffer {
+    fn new() -> Buffer {
+        Buffer {
+            flush_at: flush_trajectories(),
+            ..Default::default()
+        }
+    }
+
     fn full(&self) -> bool {
-        self.trajectories.len() >= FLUSH_TRAJECTORIES || self.message_bytes >= FLUSH_BYTES
+        self.trajectories.len() >= self.flush_at || self.message_bytes >= FLUSH_BYTES
     }
 
     /// Write the buffered rows, then make them visible in one lake commit: a
@@ -241,7 +292,7 @@ impl Buffer {
         if !self.holds_rows() {
             return Ok(());
         }
-        let b = std::mem::take(self);
+        let b = std::mem::replace(self, Buffer::new());
         if !b.evals.is_empty() {
             lake.append("evals", vec![rows::evals_batch(&b.evals)?])
                 .await?;
@@ -312,14 +363,10 @@ fn payload_text(payload: &(dyn std::any::Any + Send)) -> String {
 
 /// Read one input file or folder; a panic in the reader becomes an error
 /// that names the file and the panic's message.
-fn per_file(
-    path: &std::path::Path,
-    read: impl FnOnce() -> std::io::Result<()>,
-) -> std::io::Result<()> {
+fn per_file(path: &Location, read: impl FnOnce() -> std::io::Result<()>) -> std::io::Result<()> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(read)).unwrap_or_else(|payload| {
         Err(std::io::Error::other(format!(
-            "{}: the reader failed on a bug ({}); please report it",
-            path.display(),
+            "{path}: the reader failed on a bug ({}); please report it",
             payload_text(payload.as_ref())
         )))
     })
@@ -329,7 +376,7 @@ fn per_file(
 pub async fn ingest(
     lake: &Lake,
     kind: InputKind,
-    paths: Vec<PathBuf>,
+    paths: Vec<Location>,
 ) -> Result<IngestReport, IngestError> {
     let mut writer = lake
         .begin(
@@ -337,16 +384,17 @@ pub async fn ingest(
             serde_json::json!({"paths": paths, "kind": kind.name(), "verify": kind.verifies()}),
         )
         .await?;
+    let listed = std::sync::Arc::new(list_inputs(kind, &paths).await?);
     let inputs = {
-        let paths = paths.clone();
-        tokio::task::spawn_blocking(move || input_files(kind, &paths))
+        let listed = listed.clone();
+        tokio::task::spawn_blocking(move || input_files(&listed))
             .await
             .map_err(|e| IngestError::Reader(panic_message(e)))??
     };
     let mut known = known(lake).await?;
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Record>(64);
     let runs = known.runs.clone();
-    let reader = tokio::task::spawn_blocking(move || read_all(kind, paths, runs, tx));
+    let reader = tokio::task::spawn_blocking(move || read_all(kind, &listed, runs, tx));
 
     let mut report = IngestReport {
         notes: writer
@@ -356,7 +404,8 @@ pub async fn ingest(
             .collect(),
         ..Default::default()
     };
-    let mut buf = Buffer::default();
+    let mut buf = Buffer::new();
+    let mut pending_evals: HashMap<String, Vec<EvalRow>> = HashMap::new();
     while let Some(record) = rx.recv().await {
         match record {
             Record::Unit(unit) => {
@@ -382,7 +431,9 @@ pub async fn ingest(
                 } else {
                     report.unchanged += 1;
                 }
-                buf.evals.extend(unit.evals);
+                for e in unit.evals {
+                    pending_evals.entry(e.eval_run_id.clone()).or_default().push(e);
+                }
                 buf.questions.extend(unit.questions);
                 buf.judgments.extend(unit.judgments);
             }
@@ -403,9 +454,19 @@ pub async fn ingest(
                 writer.commit().await?;
                 let prefix = format!("{}/", albedo::traj_id(&id, "", "").trim_end_matches('/'));
                 known.trajectories.retain(|t| !t.starts_with(&prefix));
-                report.notes.push(format!(
-                    "eval run {id} changed since it was ingested: its rows were replaced"
-                ));
+                let why = if known.runs.get(&id).is_some_and(String::is_empty) {
+                    "an earlier ingest of it was interrupted"
+                } else {
+                    "it changed since it was ingested"
+                };
+                report
+                    .notes
+                    .push(format!("eval run {id}: {why}; its rows were replaced"));
+            }
+            Record::RunDone(id) => {
+                // The run's evals row goes in no earlier a lake commit than
+                // its last row: a run with an evals row is whole.
+                buf.evals.extend(pending_evals.remove(&id).unwrap_or_default());
             }
             Record::Note(n) => report.notes.push(n),
         }

@@ -5,13 +5,14 @@
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+
+use crate::storage::{Entry, Location, StorageError, StorageResult};
 
 use super::json::{
     opt_bool, opt_f64, opt_i64, opt_str, parse_record, req_array, req_str, FieldError, FieldResult,
 };
 use super::rows::{EvalRow, JudgmentRow, QuestionRow};
-use super::{derive_checked, lines, reject, RawMessage, RawTrajectory, Record, Unit};
+use super::{derive_checked, for_each_line, reject, RawMessage, RawTrajectory, Record, Unit};
 use crate::turn::parse_citations;
 
 pub const SOURCE: &str = "albedo";
@@ -35,93 +36,154 @@ pub fn traj_id(eval_run_id: &str, sample_id: &str, side: &str) -> String {
     format!("albedo/{eval_run_id}/{sample_id}/{side}")
 }
 
-/// Eval-run folders under `paths`: a folder holding the artifacts, or a folder of such folders.
-pub fn run_folders(paths: &[PathBuf]) -> std::io::Result<Vec<PathBuf>> {
+/// One eval-run folder and the artifacts found in it.
+#[derive(Debug, Clone)]
+pub struct RunFolder {
+    pub dir: Location,
+    pub artifacts: BTreeMap<&'static str, Entry>,
+}
+
+impl RunFolder {
+    /// Total bytes the folder's artifacts hold (for progress).
+    pub fn bytes(&self) -> u64 {
+        self.artifacts.values().map(|e| e.size).sum()
+    }
+}
+
+/// Eval-run folders under `paths`: a folder holding the artifacts, or a
+/// folder of such folders (local or a prefix in an object store).
+pub async fn run_folders(paths: &[Location]) -> StorageResult<Vec<RunFolder>> {
     let mut out = Vec::new();
     for p in paths {
-        if !p.is_dir() {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                format!("{}: not an eval-run folder", p.display()),
-            ));
+        let files = p.files().await?;
+        if files.len() == 1 && files[0].location.same(p) {
+            return Err(StorageError::Invalid {
+                location: p.to_string(),
+                reason: "not an eval-run folder".into(),
+            });
         }
-        if is_run(p) {
-            out.push(p.clone());
+        let mut runs: BTreeMap<Vec<String>, RunFolder> = BTreeMap::new();
+        let mut direct = false;
+        for f in files {
+            let Some(name) = f.location.file_name() else { continue };
+            let Some(artifact) = ARTIFACTS.iter().find(|a| **a == name) else { continue };
+            let Some(dir) = f.location.parent() else { continue };
+            let is_self = dir.same(p);
+            let is_child = dir.parent().is_some_and(|d| d.same(p));
+            if !(is_self || is_child) {
+                continue;
+            }
+            direct |= is_self;
+            runs.entry(dir.sort_key())
+                .or_insert_with(|| RunFolder {
+                    dir: if is_self { p.clone() } else { dir },
+                    artifacts: BTreeMap::new(),
+                })
+                .artifacts
+                .insert(artifact, f);
+        }
+        if direct {
+            // The folder is a run itself: its subfolders are not read.
+            out.extend(runs.into_values().filter(|r| r.dir.same(p)));
         } else {
-            let mut runs: Vec<PathBuf> = std::fs::read_dir(p)?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|d| d.is_dir() && is_run(d))
-                .collect();
-            runs.sort();
-            out.extend(runs);
+            out.extend(runs.into_values());
         }
     }
     Ok(out)
 }
 
-fn is_run(dir: &Path) -> bool {
-    [VERDICT, GENERATED, SCORING]
-        .iter()
-        .any(|f| dir.join(f).is_file())
-}
-
-/// Total bytes a run folder holds (for progress).
-pub fn run_bytes(dir: &Path) -> u64 {
-    [VERDICT, GENERATED, SCORING]
-        .iter()
-        .filter_map(|f| std::fs::metadata(dir.join(f)).ok())
-        .map(|m| m.len())
-        .sum()
-}
-
+/// An artifact as a first streaming pass found it.
 struct Artifact {
-    path: PathBuf,
-    bytes: Vec<u8>,
+    location: Location,
     sha: String,
+    records: u64,
 }
 
-fn load(dir: &Path, name: &str) -> std::io::Result<Option<Artifact>> {
-    let path = dir.join(name);
-    if !path.is_file() {
-        return Ok(None);
+/// Hash and count the records of one artifact, a buffer at a time.
+fn scan(entry: Option<&Entry>) -> std::io::Result<Option<Artifact>> {
+    let Some(entry) = entry else { return Ok(None) };
+    let mut h = Sha256::new();
+    let mut records = 0u64;
+    let mut reader = Tee {
+        inner: entry.location.open_blocking()?,
+        hasher: &mut h,
+    };
+    for_each_line(&mut reader, |_, _| records += 1)?;
+    Ok(Some(Artifact {
+        location: entry.location.clone(),
+        sha: hex::encode(h.finalize()),
+        records,
+    }))
+}
+
+/// A reader that hashes what passes through it.
+struct Tee<'a, R> {
+    inner: R,
+    hasher: &'a mut Sha256,
+}
+
+impl<R: std::io::BufRead> std::io::Read for Tee<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
     }
-    let bytes = std::fs::read(&path)?;
-    let sha = hex::encode(Sha256::digest(&bytes));
-    Ok(Some(Artifact { path, bytes, sha }))
 }
 
-/// Read one eval-run folder. `known` maps eval_run_id to the run_sha the lake holds.
+impl<R: std::io::BufRead> std::io::BufRead for Tee<'_, R> {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        self.inner.fill_buf()
+    }
+    fn consume(&mut self, n: usize) {
+        if let Ok(buf) = self.inner.fill_buf() {
+            self.hasher.update(&buf[..n]);
+        }
+        self.inner.consume(n)
+    }
+}
+
+/// Each record of an artifact, streamed.
+fn records(a: &Artifact, f: impl FnMut(i64, &[u8])) -> std::io::Result<()> {
+    for_each_line(a.location.open_blocking()?, f)
+}
+
+/// Read one eval-run folder. `known` maps eval_run_id to the run_sha the lake
+/// holds (an empty sha for a run with rows but no `evals` row: an
+/// interrupted ingest, replaced whole).
 pub fn read_run(
-    dir: &Path,
+    run: &RunFolder,
     opts: &AlbedoOptions,
     known: &HashMap<String, String>,
     emit: &mut dyn FnMut(Record),
 ) -> std::io::Result<()> {
-    let verdict_file = load(dir, VERDICT)?;
-    let generated = load(dir, GENERATED)?;
-    let scoring = load(dir, SCORING)?;
-    let folder_id = dir
-        .file_name()
-        .map(|n| n.to_string_lossy().to_string())
-        .unwrap_or_default();
+    let dir = &run.dir;
+    let verdict_bytes = match run.artifacts.get(VERDICT) {
+        Some(e) => Some(e.location.read_blocking()?),
+        None => None,
+    };
+    let verdict_file = verdict_bytes.as_ref().map(|bytes| Artifact {
+        location: dir.join(VERDICT),
+        sha: hex::encode(Sha256::digest(bytes)),
+        records: 1,
+    });
+    let generated = scan(run.artifacts.get(GENERATED))?;
+    let scoring = scan(run.artifacts.get(SCORING))?;
+    let folder_id = dir.file_name().unwrap_or_default();
 
     let mut h = Sha256::new();
     for a in [&verdict_file, &generated, &scoring] {
         h.update(a.as_ref().map(|a| a.sha.as_str()).unwrap_or("-"));
     }
     let run_sha = hex::encode(h.finalize());
-    let record_count = |a: &Option<Artifact>| {
-        a.as_ref()
-            .map(|a| lines(&a.bytes).count() as u64)
-            .unwrap_or(0)
-    };
-    let n_records =
-        verdict_file.is_some() as u64 + record_count(&generated) + record_count(&scoring);
+    let n_records = [&verdict_file, &generated, &scoring]
+        .iter()
+        .map(|a| a.as_ref().map_or(0, |a| a.records))
+        .sum();
 
     // verdict.json: one record; the run id falls back to the folder name.
-    let verdict: Result<Option<Value>, String> = match &verdict_file {
+    let verdict: Result<Option<Value>, String> = match &verdict_bytes {
         None => Ok(None),
-        Some(v) => match parse_record(&v.bytes) {
+        Some(bytes) => match parse_record(bytes) {
             Ok(val) if val.is_object() => Ok(Some(val)),
             Ok(_) => Err("verdict.json is not a JSON object".to_string()),
             Err(e) => Err(e.reason),
@@ -141,14 +203,14 @@ pub fn read_run(
         Ok(v) => v,
         Err(reason) => {
             let v = verdict_file.as_ref().expect("a parse error implies a file");
-            emit(reject(SOURCE, &v.path, None, None, reason, &v.bytes));
+            let bytes = verdict_bytes.as_deref().unwrap_or_default();
+            emit(reject(SOURCE, &v.location, None, None, reason, bytes));
             None
         }
     };
     if verdict_file.is_none() {
         emit(Record::Note(format!(
-            "{}: no {VERDICT}; hashes cannot be verified",
-            dir.display()
+            "{dir}: no {VERDICT}; hashes cannot be verified"
         )));
     }
 
@@ -163,6 +225,14 @@ pub fn read_run(
             .map(|s| s.trim_start_matches("sha256:").to_string());
         (sha, meta.and_then(|m| opt_i64(m, "size_bytes")))
     };
+    // Where Albedo keeps the artifact: recorded as provenance, never fetched.
+    let uri = |key: &str| {
+        verdict
+            .as_ref()
+            .and_then(|v| v.get("artifact_metadata"))
+            .and_then(|m| m.get(key))
+            .and_then(|m| opt_str(m, "uri"))
+    };
     let (gen_sha, gen_size) = recorded("generated_samples");
     let (sco_sha, sco_size) = recorded("scoring_results");
     let mut mismatches = Vec::new();
@@ -171,8 +241,7 @@ pub fn read_run(
             if !a.sha.eq_ignore_ascii_case(w) {
                 mismatches.push(format!(
                     "{}: sha256 mismatch: verdict.json records {w}, the file hashes to {}",
-                    a.path.display(),
-                    a.sha
+                    a.location, a.sha
                 ));
             }
         }
@@ -184,25 +253,25 @@ pub fn read_run(
         );
         emit(Record::Note(reason.clone()));
         for a in [&generated, &scoring].into_iter().flatten() {
-            for (line, bytes) in lines(&a.bytes) {
+            records(a, |line, bytes| {
                 emit(reject(
                     SOURCE,
-                    &a.path,
+                    &a.location,
                     Some(line),
                     Some("sha256"),
                     reason.clone(),
                     bytes,
-                ));
-            }
+                ))
+            })?;
         }
         if let (Some(v), Some(_)) = (&verdict_file, &verdict) {
             emit(reject(
                 SOURCE,
-                &v.path,
+                &v.location,
                 None,
                 Some("sha256"),
                 reason,
-                &v.bytes,
+                verdict_bytes.as_deref().unwrap_or_default(),
             ));
         }
         return Ok(());
@@ -232,7 +301,9 @@ pub fn read_run(
                 && sco_sha.is_some()
                 && mismatches.is_empty(),
             run_sha: run_sha.clone(),
-            input_path: dir.display().to_string(),
+            generated_samples_uri: uri("generated_samples"),
+            scoring_results_uri: uri("scoring_results"),
+            input_path: dir.to_string(),
         };
         if verdict_file.is_some() {
             emit(Record::Unit(Unit {
@@ -246,16 +317,17 @@ pub fn read_run(
     }
 
     // scoring-results.jsonl first: sides need their scores and loop verdicts.
-    let mut scores: BTreeMap<String, (i64, Value, &[u8])> = BTreeMap::new();
+    // A record keeps its parsed value and the head of its bytes (for a reject).
+    let mut scores: BTreeMap<String, (i64, Value, Vec<u8>)> = BTreeMap::new();
     let mut scoring_order = Vec::new();
     if let Some(a) = &scoring {
-        for (line, bytes) in lines(&a.bytes) {
+        records(a, |line, bytes| {
             let parsed =
                 parse_record(bytes).and_then(|v| req_str(&v, "sample_id", "").map(|id| (id, v)));
             match parsed {
                 Err(e) => emit(reject(
                     SOURCE,
-                    &a.path,
+                    &a.location,
                     Some(line),
                     Some(&e.field).filter(|f| !f.is_empty()).map(|s| s.as_str()),
                     e.reason,
@@ -265,7 +337,7 @@ pub fn read_run(
                     let first = scores[&id].0;
                     emit(reject(
                         SOURCE,
-                        &a.path,
+                        &a.location,
                         Some(line),
                         Some("sample_id"),
                         format!("duplicate sample_id {id:?} (first at line {first})"),
@@ -274,15 +346,16 @@ pub fn read_run(
                 }
                 Ok((id, v)) => {
                     scoring_order.push(id.clone());
-                    scores.insert(id, (line, v, bytes));
+                    let head = bytes[..bytes.len().min(super::REJECT_RAW_CAP)].to_vec();
+                    scores.insert(id, (line, v, head));
                 }
             }
-        }
+        })?;
     }
 
     let mut seen_samples: HashMap<String, i64> = HashMap::new();
     if let Some(a) = &generated {
-        for (line, bytes) in lines(&a.bytes) {
+        records(a, |line, bytes| {
             let sample = parse_record(bytes).and_then(|v| {
                 let id = req_str(&v, "sample_id", "")?;
                 Ok((id, v))
@@ -291,20 +364,20 @@ pub fn read_run(
                 Ok(x) => x,
                 Err(e) => {
                     let field = Some(e.field.as_str()).filter(|f| !f.is_empty());
-                    emit(reject(SOURCE, &a.path, Some(line), field, e.reason, bytes));
-                    continue;
+                    emit(reject(SOURCE, &a.location, Some(line), field, e.reason, bytes));
+                    return;
                 }
             };
             if let Some(first) = seen_samples.get(&sample_id) {
                 emit(reject(
                     SOURCE,
-                    &a.path,
+                    &a.location,
                     Some(line),
                     Some("sample_id"),
                     format!("duplicate sample_id {sample_id:?} (first at line {first})"),
                     bytes,
                 ));
-                continue;
+                return;
             }
             seen_samples.insert(sample_id.clone(), line);
             match sides(
@@ -312,7 +385,7 @@ pub fn read_run(
                 &eval_run_id,
                 &sample_id,
                 scores.get(&sample_id).map(|(_, s, _)| s),
-                &a.path,
+                &a.location,
                 line,
             )
             .and_then(|sides| {
@@ -333,14 +406,14 @@ pub fn read_run(
                 }
                 Err(e) => emit(reject(
                     SOURCE,
-                    &a.path,
+                    &a.location,
                     Some(line),
                     Some(&e.field),
                     e.reason,
                     bytes,
                 )),
             }
-        }
+        })?;
     }
 
     if let Some(a) = &scoring {
@@ -358,7 +431,7 @@ pub fn read_run(
                 })),
                 Err(e) => emit(reject(
                     SOURCE,
-                    &a.path,
+                    &a.location,
                     Some(*line),
                     Some(&e.field),
                     e.reason,
@@ -368,8 +441,7 @@ pub fn read_run(
         }
         if missing > 0 {
             emit(Record::Note(format!(
-                "{}: {missing} sample(s) in {SCORING} have no line in {GENERATED}; their questions and judgments are kept",
-                dir.display()
+                "{dir}: {missing} sample(s) in {SCORING} have no line in {GENERATED}; their questions and judgments are kept"
             )));
         }
     }
@@ -379,8 +451,7 @@ pub fn read_run(
         .count();
     if unscored > 0 {
         emit(Record::Note(format!(
-            "{}: {unscored} sample(s) in {GENERATED} have no scoring result; kept with judged = false",
-            dir.display()
+            "{dir}: {unscored} sample(s) in {GENERATED} have no scoring result; kept with judged = false"
         )));
     }
     if let Some(e) = pending_eval.take() {
@@ -389,6 +460,7 @@ pub fn read_run(
             ..Default::default()
         }));
     }
+    emit(Record::RunDone(eval_run_id));
     Ok(())
 }
 
@@ -398,7 +470,7 @@ fn sides(
     eval_run_id: &str,
     sample_id: &str,
     scoring: Option<&Value>,
-    file: &Path,
+    file: &Location,
     line: i64,
 ) -> FieldResult<Vec<RawTrajectory>> {
     let mut out = Vec::new();
@@ -444,7 +516,7 @@ fn sides(
             judge_looped: judge.is_some_and(judge_looped),
             error: opt_str(v, error_key),
             submit_marker: opt_str(v, "submit_marker"),
-            input_file: file.display().to_string(),
+            input_file: file.to_string(),
             input_row: Some(line),
             messages,
             ..Default::default()

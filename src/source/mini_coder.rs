@@ -8,12 +8,13 @@ use arrow::array::{Array, AsArray, GenericListArray, OffsetSizeTrait, StringArra
 use arrow::compute::cast;
 use arrow::datatypes::DataType;
 use arrow::record_batch::RecordBatch;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use serde_json::Value;
-use std::path::Path;
+
+use crate::storage::blocking::BatchError;
+use crate::storage::{Entry, Location};
 
 use super::json::{opt_bool, opt_str, parse_record, req_str, FieldError, FieldResult};
-use super::{derive_checked, lines, mswea, reject, RawMessage, RawTrajectory, Record, Unit};
+use super::{derive_checked, for_each_line, mswea, reject, RawMessage, RawTrajectory, Record, Unit};
 
 pub const SOURCE: &str = "mini_coder";
 const BATCH_ROWS: usize = 256;
@@ -23,51 +24,46 @@ pub fn wants(name: &str) -> bool {
 }
 
 pub fn read_file(
-    path: &Path,
+    file: &Entry,
     progress: &dyn Fn(u64),
     emit: &mut dyn FnMut(Record),
 ) -> std::io::Result<()> {
-    if path.extension().is_some_and(|e| e == "parquet") {
-        read_parquet(path, progress, emit)
-    } else {
-        let bytes = std::fs::read(path)?;
-        for (line, raw) in lines(&bytes) {
-            match parse_record(raw)
-                .and_then(|v| from_json(&v, path, line))
-                .and_then(|t| derive_checked(&t))
-            {
-                Ok(rows) => emit(Record::Unit(Unit {
-                    trajectories: vec![rows],
-                    ..Default::default()
-                })),
-                Err(e) => emit(reject(
-                    SOURCE,
-                    path,
-                    Some(line),
-                    Some(&e.field).filter(|f| !f.is_empty()).map(|s| s.as_str()),
-                    e.reason,
-                    raw,
-                )),
-            }
-            progress(raw.len() as u64 + 1);
-        }
-        Ok(())
+    let path = &file.location;
+    if path.file_name().is_some_and(|n| n.ends_with(".parquet")) {
+        return read_parquet(file, progress, emit);
     }
+    for_each_line(path.open_blocking()?, |line, raw| {
+        match parse_record(raw)
+            .and_then(|v| from_json(&v, path, line))
+            .and_then(|t| derive_checked(&t))
+        {
+            Ok(rows) => emit(Record::Unit(Unit {
+                trajectories: vec![rows],
+                ..Default::default()
+            })),
+            Err(e) => emit(reject(
+                SOURCE,
+                path,
+                Some(line),
+                Some(&e.field).filter(|f| !f.is_empty()).map(|s| s.as_str()),
+                e.reason,
+                raw,
+            )),
+        }
+        progress(raw.len() as u64 + 1);
+    })
 }
 
 fn read_parquet(
-    path: &Path,
+    file: &Entry,
     progress: &dyn Fn(u64),
     emit: &mut dyn FnMut(Record),
 ) -> std::io::Result<()> {
-    let file = std::fs::File::open(path)?;
-    let size = file.metadata()?.len();
-    let reader = match ParquetRecordBatchReaderBuilder::try_new(file).and_then(|b| {
-        let rows = b.metadata().file_metadata().num_rows();
-        b.with_batch_size(BATCH_ROWS).build().map(|r| (r, rows))
-    }) {
+    let (path, size) = (&file.location, file.size);
+    let (total_rows, reader) = match path.parquet_blocking(size, BATCH_ROWS) {
         Ok(r) => r,
-        Err(e) => {
+        Err(BatchError::Io(e)) => return Err(e),
+        Err(BatchError::Decode(e)) => {
             emit(reject(
                 SOURCE,
                 path,
@@ -80,12 +76,12 @@ fn read_parquet(
             return Ok(());
         }
     };
-    let (reader, total_rows) = reader;
     let mut row = 0i64;
     for batch in reader {
         let batch = match batch {
             Ok(b) => b,
-            Err(e) => {
+            Err(BatchError::Io(e)) => return Err(e),
+            Err(BatchError::Decode(e)) => {
                 // The rest of the file cannot be decoded: one reject per lost row.
                 for lost in row + 1..=total_rows.max(row + 1) {
                     emit(reject(
@@ -142,7 +138,7 @@ type RowResult = Result<Row, (FieldError, String)>;
 impl Row {
     fn into_trajectory(
         self,
-        path: &Path,
+        path: &Location,
         line: i64,
     ) -> Result<RawTrajectory, (FieldError, String)> {
         let raw = self.instance_id.clone().unwrap_or_default();
@@ -169,7 +165,7 @@ fn trajectory(
     model: Option<String>,
     verified: Option<bool>,
     messages: Vec<RawMessage>,
-    path: &Path,
+    path: &Location,
     line: i64,
 ) -> RawTrajectory {
     let sha = super::derive::messages_sha(&messages);
@@ -179,14 +175,14 @@ fn trajectory(
         model,
         instance_id: Some(instance_id),
         verified,
-        input_file: path.display().to_string(),
+        input_file: path.to_string(),
         input_row: Some(line),
         messages,
         ..Default::default()
     }
 }
 
-fn from_json(v: &Value, path: &Path, line: i64) -> FieldResult<RawTrajectory> {
+fn from_json(v: &Value, path: &Location, line: i64) -> FieldResult<RawTrajectory> {
     let instance_id = req_str(v, "instance_id", "")?;
     let messages = match v.get("messages") {
         Some(Value::String(s)) => messages_from_json_text(s)?,

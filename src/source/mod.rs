@@ -10,7 +10,7 @@ pub mod mini_coder;
 pub mod mswea;
 pub mod rows;
 
-use std::path::{Path, PathBuf};
+use crate::storage::Location;
 
 pub use derive::{derive, derive_checked, RawMessage, RawTrajectory, TrajectoryRows};
 use rows::{EvalRow, JudgmentRow, QuestionRow, RejectRow};
@@ -27,8 +27,12 @@ pub enum Record {
     Reject(RejectRow),
     /// `n` input records whose content the lake already holds.
     Unchanged(u64),
-    /// An eval run whose content changed since it was ingested: drop its old rows first.
+    /// An eval run whose content changed since it was ingested (or whose
+    /// ingest was interrupted): drop its old rows first.
     ReplaceRun(String),
+    /// Every record of an eval run has been sent: its `evals` row, the mark
+    /// of a whole run, may now be written.
+    RunDone(String),
     /// Something a user should hear about that is not a reject.
     Note(String),
 }
@@ -44,13 +48,13 @@ pub struct Unit {
 /// Build a reject row; its id keys re-ingest (same file, line, field: same reject).
 pub fn reject(
     source: &str,
-    file: &Path,
+    file: &Location,
     line: Option<i64>,
     field: Option<&str>,
     reason: String,
     raw: &[u8],
 ) -> Record {
-    let input_file = file.display().to_string();
+    let input_file = file.to_string();
     let reject_id = derive::sha256_hex(format!("{input_file}\0{line:?}\0{field:?}").as_bytes());
     Record::Reject(RejectRow {
         reject_id,
@@ -63,48 +67,26 @@ pub fn reject(
     })
 }
 
-/// Files under `paths` (files as given, folders searched recursively) whose
-/// name satisfies `want`, in a stable order.
-pub fn collect_files(
-    paths: &[PathBuf],
-    want: impl Fn(&str) -> bool,
-) -> std::io::Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
-    for p in paths {
-        if p.is_dir() {
-            let mut stack = vec![p.clone()];
-            let mut found = Vec::new();
-            while let Some(dir) = stack.pop() {
-                for entry in std::fs::read_dir(&dir)? {
-                    let path = entry?.path();
-                    if path.is_dir() {
-                        stack.push(path);
-                    } else if path.file_name().and_then(|n| n.to_str()).is_some_and(&want) {
-                        found.push(path);
-                    }
-                }
-            }
-            found.sort();
-            out.extend(found);
-        } else if p.exists() {
-            out.push(p.clone());
-        } else {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                format!("{}: no such file or folder", p.display()),
-            ));
+/// Each non-blank line of `reader` with its 1-based number (`\r\n` or
+/// `\n` endings), one line in memory at a time.
+pub fn for_each_line(
+    mut reader: impl std::io::BufRead,
+    mut f: impl FnMut(i64, &[u8]),
+) -> std::io::Result<()> {
+    let mut buf = Vec::new();
+    let mut number = 0i64;
+    loop {
+        buf.clear();
+        if reader.read_until(b'\n', &mut buf)? == 0 {
+            return Ok(());
+        }
+        number += 1;
+        let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if !line.iter().all(u8::is_ascii_whitespace) {
+            f(number, line);
         }
     }
-    Ok(out)
-}
-
-/// Split a file's bytes into (1-based line number, line) pairs, skipping blank lines.
-pub fn lines(bytes: &[u8]) -> impl Iterator<Item = (i64, &[u8])> {
-    bytes
-        .split(|b| *b == b'\n')
-        .enumerate()
-        .map(|(i, l)| (i as i64 + 1, l.strip_suffix(b"\r").unwrap_or(l)))
-        .filter(|(_, l)| !l.iter().all(u8::is_ascii_whitespace))
 }
 
 #[cfg(test)]

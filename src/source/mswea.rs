@@ -4,7 +4,8 @@
 //! One file is one record and one trajectory.
 
 use serde_json::Value;
-use std::path::Path;
+
+use crate::storage::Location;
 
 use super::json::{opt_str, parse_record, FieldError, FieldResult};
 use super::{derive_checked, reject, RawMessage, RawTrajectory, Record, Unit};
@@ -16,8 +17,8 @@ pub fn wants(name: &str) -> bool {
 }
 
 /// Read one trajectory file.
-pub fn read_file(path: &Path, emit: &mut dyn FnMut(Record)) -> std::io::Result<()> {
-    let bytes = std::fs::read(path)?;
+pub fn read_file(path: &Location, emit: &mut dyn FnMut(Record)) -> std::io::Result<()> {
+    let bytes = path.read_blocking()?;
     match parse_record(&bytes)
         .and_then(|v| trajectory(&v, path))
         .and_then(|raw| derive_checked(&raw))
@@ -35,7 +36,7 @@ pub fn read_file(path: &Path, emit: &mut dyn FnMut(Record)) -> std::io::Result<(
 }
 
 /// The normalized trajectory of one parsed file.
-pub fn trajectory(v: &Value, path: &Path) -> FieldResult<RawTrajectory> {
+pub fn trajectory(v: &Value, path: &Location) -> FieldResult<RawTrajectory> {
     let (list, info, instance) = match v {
         Value::Array(list) => (list, None, None),
         Value::Object(_) => match v.get("messages") {
@@ -79,8 +80,7 @@ pub fn trajectory(v: &Value, path: &Path) -> FieldResult<RawTrajectory> {
     let stem = path
         .file_name()
         .map(|n| {
-            n.to_string_lossy()
-                .trim_end_matches(".json")
+            n.trim_end_matches(".json")
                 .trim_end_matches(".traj")
                 .to_string()
         })
@@ -93,7 +93,7 @@ pub fn trajectory(v: &Value, path: &Path) -> FieldResult<RawTrajectory> {
         model,
         instance_id: Some(instance_id),
         exit_status,
-        input_file: path.display().to_string(),
+        input_file: path.to_string(),
         messages,
         ..Default::default()
     })

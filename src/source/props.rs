@@ -8,7 +8,23 @@ use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::{albedo, derive, lines, mini_coder, mswea, RawMessage, RawTrajectory, Record};
+use super::{albedo, derive, mini_coder, mswea, RawMessage, RawTrajectory, Record};
+use crate::storage::{Entry, Location};
+
+/// The non-blank lines of `bytes` (what the readers count as records).
+fn lines(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
+    bytes
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
+}
+
+fn local(p: &Path) -> Entry {
+    Entry {
+        location: Location::Local(p.to_path_buf()),
+        size: std::fs::metadata(p).unwrap().len(),
+        etag: None,
+    }
+}
 
 /// Field names of the real formats, so generated shapes reach deep paths.
 const KEYS: &[&str] = &[
@@ -118,7 +134,7 @@ fn count(records: &[Record]) -> u64 {
         .map(|r| match r {
             Record::Unit(_) | Record::Reject(_) => 1,
             Record::Unchanged(n) => *n,
-            Record::ReplaceRun(_) | Record::Note(_) => 0,
+            Record::ReplaceRun(_) | Record::RunDone(_) | Record::Note(_) => 0,
         })
         .sum()
 }
@@ -133,7 +149,7 @@ fn read_mswea(bytes: &[u8]) -> Vec<Record> {
     let tmp = tempfile::tempdir().unwrap();
     let p = write(tmp.path(), "x.traj.json", bytes);
     let mut out = Vec::new();
-    mswea::read_file(&p, &mut |r| out.push(r)).unwrap();
+    mswea::read_file(&Location::Local(p), &mut |r| out.push(r)).unwrap();
     out
 }
 
@@ -141,7 +157,7 @@ fn read_mini_jsonl(bytes: &[u8]) -> Vec<Record> {
     let tmp = tempfile::tempdir().unwrap();
     let p = write(tmp.path(), "shard.jsonl", bytes);
     let mut out = Vec::new();
-    mini_coder::read_file(&p, &|_| {}, &mut |r| out.push(r)).unwrap();
+    mini_coder::read_file(&local(&p), &|_| {}, &mut |r| out.push(r)).unwrap();
     out
 }
 
@@ -150,12 +166,20 @@ fn read_albedo(verdict: &[u8], generated: &[u8], scoring: &[u8]) -> (Vec<Record>
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("0f1e2d3c-aaaa-4bbb-8ccc-00000000000f");
     std::fs::create_dir(&dir).unwrap();
-    write(&dir, "verdict.json", verdict);
-    write(&dir, "generated-samples.jsonl", generated);
-    write(&dir, "scoring-results.jsonl", scoring);
+    let run = albedo::RunFolder {
+        dir: Location::Local(dir.clone()),
+        artifacts: [
+            ("verdict.json", verdict),
+            ("generated-samples.jsonl", generated),
+            ("scoring-results.jsonl", scoring),
+        ]
+        .into_iter()
+        .map(|(name, bytes)| (name, local(&write(&dir, name, bytes))))
+        .collect(),
+    };
     let mut out = Vec::new();
     let opts = albedo::AlbedoOptions { verify: true };
-    albedo::read_run(&dir, &opts, &HashMap::new(), &mut |r| out.push(r)).unwrap();
+    albedo::read_run(&run, &opts, &HashMap::new(), &mut |r| out.push(r)).unwrap();
     let n = 1 + lines(generated).count() as u64 + lines(scoring).count() as u64;
     (out, n)
 }

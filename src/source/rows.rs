@@ -28,6 +28,8 @@ pub struct EvalRow {
     pub scoring_results_size: Option<i64>,
     pub hashes_verified: bool,
     pub run_sha: String,
+    pub generated_samples_uri: Option<String>,
+    pub scoring_results_uri: Option<String>,
     pub input_path: String,
 }
 
@@ -192,6 +194,8 @@ pub fn evals_batch(r: &[EvalRow]) -> Result<RecordBatch, LakeError> {
             b(r.iter().map(|x| x.hashes_verified)),
             s(r.iter().map(|x| x.run_sha.as_str())),
             s(r.iter().map(|x| x.input_path.as_str())),
+            os(r.iter().map(|x| x.generated_samples_uri.as_deref())),
+            os(r.iter().map(|x| x.scoring_results_uri.as_deref())),
         ],
     )
 }

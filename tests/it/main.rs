@@ -8,6 +8,7 @@ mod demo;
 mod ingest;
 mod lake;
 mod real_samples;
+mod s3;
 mod select;
 mod synth;
 mod udf_parity;

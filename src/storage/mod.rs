@@ -1,0 +1,497 @@
+//! Where inputs and outputs live: a local path or an object-store URL
+//! (`s3://bucket/prefix`, `file:///…`). Commands take a [`Location`] for
+//! every raw input, pipeline file and export; the lake root goes through
+//! [`store_for`]. S3 is configured from the standard AWS environment (see
+//! [`s3`]).
+//!
+//! Readers run on blocking threads: the `*_blocking` methods stream a remote
+//! object through the runtime without holding it whole.
+
+pub mod blocking;
+pub mod s3;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use futures::TryStreamExt;
+use object_store::path::Path as StorePath;
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use url::Url;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    #[error("{location}: {reason}")]
+    Invalid { location: String, reason: String },
+    #[error("{location}: no such file or folder")]
+    NotFound { location: String },
+    /// An object-store request that failed: the URL, the operation and what the server said.
+    #[error("{}", s3::describe(.operation, .location, .source))]
+    Store {
+        operation: &'static str,
+        location: String,
+        #[source]
+        source: object_store::Error,
+    },
+    #[error("{location}: {operation}")]
+    Io {
+        operation: &'static str,
+        location: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+pub type StorageResult<T> = Result<T, StorageError>;
+
+impl From<StorageError> for std::io::Error {
+    fn from(e: StorageError) -> std::io::Error {
+        match e {
+            StorageError::NotFound { .. } => {
+                std::io::Error::new(std::io::ErrorKind::NotFound, e.to_string())
+            }
+            e => std::io::Error::other(crate::storage::s3::redact(&e.to_string())),
+        }
+    }
+}
+
+/// The object store serving `url` and the path of `url` inside it.
+pub fn store_for(url: &Url) -> StorageResult<(Arc<dyn ObjectStore>, StorePath)> {
+    match url.scheme() {
+        "s3" | "s3a" => {
+            let store = s3::store(url)?;
+            let path = StorePath::from_url_path(url.path()).map_err(|e| StorageError::Invalid {
+                location: url.to_string(),
+                reason: e.to_string(),
+            })?;
+            Ok((store, path))
+        }
+        _ => object_store::parse_url(url)
+            .map(|(s, p)| (Arc::from(s), p))
+            .map_err(|source| StorageError::Store {
+                operation: "opening",
+                location: url.to_string(),
+                source,
+            }),
+    }
+}
+
+/// A file or folder: on this machine, or in an object store.
+#[derive(Debug, Clone)]
+pub enum Location {
+    Local(PathBuf),
+    Remote(Remote),
+}
+
+/// An object or prefix in an object store.
+#[derive(Clone)]
+pub struct Remote {
+    url: Url,
+    store: Arc<dyn ObjectStore>,
+    path: StorePath,
+}
+
+impl std::fmt::Debug for Remote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.url.as_str())
+    }
+}
+
+/// One file found under a location, with its size.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub location: Location,
+    pub size: u64,
+    /// The object's ETag (remote objects), recorded instead of a sha256 that
+    /// would cost a second download.
+    pub etag: Option<String>,
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Location::Local(p) => write!(f, "{}", p.display()),
+            Location::Remote(r) => f.write_str(r.url.as_str()),
+        }
+    }
+}
+
+impl serde::Serialize for Location {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl From<PathBuf> for Location {
+    fn from(p: PathBuf) -> Location {
+        Location::Local(p)
+    }
+}
+
+impl From<&Path> for Location {
+    fn from(p: &Path) -> Location {
+        Location::Local(p.to_path_buf())
+    }
+}
+
+
+impl Location {
+    /// A local path, a `file://` URL or an `s3://bucket/key` URL.
+    pub fn parse(text: &str) -> StorageResult<Location> {
+        let invalid = |reason: String| StorageError::Invalid {
+            location: text.to_string(),
+            reason,
+        };
+        match Url::parse(text) {
+            Ok(url) if url.scheme() == "file" => url
+                .to_file_path()
+                .map(Location::Local)
+                .map_err(|_| invalid("not a local file URL".into())),
+            Ok(url) if matches!(url.scheme(), "s3" | "s3a") => {
+                let (store, path) = store_for(&url)?;
+                Ok(Location::Remote(Remote { url, store, path }))
+            }
+            Ok(url) if url.scheme().len() > 1 => Err(invalid(format!(
+                "{}:// is not supported (use a local path, file:// or s3://)",
+                url.scheme()
+            ))),
+            _ => Ok(Location::Local(PathBuf::from(text))),
+        }
+    }
+
+    /// Path segments: an order that is the same for local and remote listings.
+    pub fn sort_key(&self) -> Vec<String> {
+        match self {
+            Location::Local(p) => p
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect(),
+            Location::Remote(r) => r.path.parts().map(|p| p.as_ref().to_string()).collect(),
+        }
+    }
+
+    /// The same file or folder (`runs/` and `runs` are one folder).
+    pub fn same(&self, other: &Location) -> bool {
+        match (self, other) {
+            (Location::Local(a), Location::Local(b)) => a == b,
+            (Location::Remote(a), Location::Remote(b)) => {
+                a.url.host_str() == b.url.host_str() && a.path == b.path
+            }
+            _ => false,
+        }
+    }
+
+    pub fn is_remote(&self) -> bool {
+        matches!(self, Location::Remote(_))
+    }
+
+    pub fn as_local(&self) -> Option<&Path> {
+        match self {
+            Location::Local(p) => Some(p),
+            Location::Remote(_) => None,
+        }
+    }
+
+    /// `rel` under this location (a path relative to it, `/`-separated).
+    pub fn join(&self, rel: &str) -> Location {
+        match self {
+            Location::Local(p) => Location::Local(p.join(rel)),
+            Location::Remote(r) => {
+                let mut path = r.path.clone();
+                for part in rel.split('/').filter(|p| !p.is_empty() && *p != ".") {
+                    path = path.join(part);
+                }
+                let mut url = r.url.clone();
+                url.set_path(&format!("/{}", path.as_ref()));
+                Location::Remote(Remote {
+                    url,
+                    store: r.store.clone(),
+                    path,
+                })
+            }
+        }
+    }
+
+    /// A path from a file found at this location's folder: relative to it,
+    /// unless it is absolute or a URL of its own.
+    pub fn resolve(&self, text: &str) -> StorageResult<Location> {
+        if Url::parse(text).is_ok_and(|u| u.scheme().len() > 1) || Path::new(text).is_absolute() {
+            return Location::parse(text);
+        }
+        Ok(match self.parent() {
+            Some(dir) => dir.join(text),
+            None => Location::Local(PathBuf::from(text)),
+        })
+    }
+
+    pub fn file_name(&self) -> Option<String> {
+        match self {
+            Location::Local(p) => p.file_name().map(|n| n.to_string_lossy().into_owned()),
+            Location::Remote(r) => r.path.filename().map(str::to_string),
+        }
+    }
+
+    pub fn parent(&self) -> Option<Location> {
+        match self {
+            // `x.toml`'s folder is the empty path, so `x.toml`'s `corpus/` stays `corpus/`.
+            Location::Local(p) => Some(Location::Local(
+                p.parent().unwrap_or(Path::new("")).to_path_buf(),
+            )),
+            Location::Remote(r) => {
+                let parts: Vec<_> = r.path.parts().collect();
+                let path: StorePath = parts[..parts.len().saturating_sub(1)]
+                    .iter()
+                    .cloned()
+                    .collect();
+                let mut url = r.url.clone();
+                url.set_path(&format!("/{}", path.as_ref()));
+                Some(Location::Remote(Remote {
+                    url,
+                    store: r.store.clone(),
+                    path,
+                }))
+            }
+        }
+    }
+
+    fn store_err(&self, operation: &'static str) -> impl Fn(object_store::Error) -> StorageError + '_ {
+        move |source| match source {
+            object_store::Error::NotFound { .. } => StorageError::NotFound {
+                location: self.to_string(),
+            },
+            source => StorageError::Store {
+                operation,
+                location: self.to_string(),
+                source,
+            },
+        }
+    }
+
+    fn io_err(&self, operation: &'static str) -> impl Fn(std::io::Error) -> StorageError + '_ {
+        move |source| match source.kind() {
+            std::io::ErrorKind::NotFound => StorageError::NotFound {
+                location: self.to_string(),
+            },
+            _ => StorageError::Io {
+                operation,
+                location: self.to_string(),
+                source,
+            },
+        }
+    }
+
+    /// Every file at this location: itself if it is a file, else everything
+    /// under it (recursively), in path order. Missing: an error.
+    pub async fn files(&self) -> StorageResult<Vec<Entry>> {
+        match self {
+            Location::Local(p) => {
+                let p = p.clone();
+                let this = self.clone();
+                tokio::task::spawn_blocking(move || local_files(&p).map_err(this.io_err("listing")))
+                    .await
+                    .map_err(|e| StorageError::Invalid {
+                        location: self.to_string(),
+                        reason: e.to_string(),
+                    })?
+            }
+            Location::Remote(r) => {
+                // Objects under it make it a folder; otherwise it names one object.
+                let listed: Vec<object_store::ObjectMeta> = r
+                    .store
+                    .list(Some(&r.path))
+                    .try_collect()
+                    .await
+                    .map_err(self.store_err("listing"))?;
+                if listed.is_empty() {
+                    let meta = r.store.head(&r.path).await.map_err(self.store_err("HEAD"))?;
+                    return Ok(vec![Entry {
+                        location: self.clone(),
+                        size: meta.size,
+                        etag: meta.e_tag,
+                    }]);
+                }
+                let mut out: Vec<Entry> = listed
+                    .into_iter()
+                    .map(|m| {
+                        let mut url = r.url.clone();
+                        url.set_path(&format!("/{}", m.location.as_ref()));
+                        Entry {
+                            location: Location::Remote(Remote {
+                                url,
+                                store: r.store.clone(),
+                                path: m.location,
+                            }),
+                            size: m.size,
+                            etag: m.e_tag,
+                        }
+                    })
+                    .collect();
+                out.sort_by_key(|e| e.location.sort_key());
+                Ok(out)
+            }
+        }
+    }
+
+    /// The whole file (pipeline files, configs, manifests: small files).
+    pub async fn read(&self) -> StorageResult<Vec<u8>> {
+        match self {
+            Location::Local(p) => tokio::fs::read(p).await.map_err(self.io_err("reading")),
+            Location::Remote(r) => {
+                let got = r.store.get(&r.path).await.map_err(self.store_err("GET"))?;
+                Ok(got.bytes().await.map_err(self.store_err("GET"))?.to_vec())
+            }
+        }
+    }
+
+    /// Write `bytes` as the whole file, atomically (a local file is written
+    /// beside and renamed; an object PUT is atomic).
+    pub async fn write(&self, bytes: Vec<u8>) -> StorageResult<()> {
+        match self {
+            Location::Local(p) => {
+                if let Some(d) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    tokio::fs::create_dir_all(d)
+                        .await
+                        .map_err(self.io_err("creating its folder"))?;
+                }
+                let tmp = p.with_extension("partial");
+                tokio::fs::write(&tmp, bytes)
+                    .await
+                    .map_err(self.io_err("writing"))?;
+                tokio::fs::rename(&tmp, p)
+                    .await
+                    .map_err(self.io_err("writing"))
+            }
+            Location::Remote(r) => r
+                .store
+                .put(&r.path, PutPayload::from(bytes))
+                .await
+                .map(|_| ())
+                .map_err(self.store_err("PUT")),
+        }
+    }
+
+    /// Make the finished local file `from` this location: a rename for a
+    /// local path, a streaming (multipart) upload for an object.
+    pub async fn publish(&self, from: &Path) -> StorageResult<()> {
+        match self {
+            Location::Local(p) => {
+                if let Some(d) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    tokio::fs::create_dir_all(d)
+                        .await
+                        .map_err(self.io_err("creating its folder"))?;
+                }
+                tokio::fs::rename(from, p)
+                    .await
+                    .map_err(self.io_err("writing"))
+            }
+            Location::Remote(r) => blocking::upload(&r.store, &r.path, from)
+                .await
+                .map_err(self.store_err("PUT (multipart)")),
+        }
+    }
+
+    /// A streaming reader of the file, for a blocking thread (never call it
+    /// on the async runtime's threads).
+    pub fn open_blocking(&self) -> std::io::Result<Box<dyn std::io::BufRead + Send>> {
+        match self {
+            Location::Local(p) => Ok(Box::new(std::io::BufReader::with_capacity(
+                1 << 20,
+                std::fs::File::open(p).map_err(|e| {
+                    std::io::Error::new(e.kind(), format!("{}: {e}", p.display()))
+                })?,
+            ))),
+            Location::Remote(r) => {
+                let reader = blocking::ObjectReader::open(r.store.clone(), r.path.clone(), 0, None)
+                    .map_err(self.store_err("GET"))?;
+                Ok(Box::new(std::io::BufReader::with_capacity(1 << 20, reader)))
+            }
+        }
+    }
+
+    /// The whole file, from a blocking thread.
+    pub fn read_blocking(&self) -> std::io::Result<Vec<u8>> {
+        let mut out = Vec::new();
+        std::io::Read::read_to_end(&mut self.open_blocking()?, &mut out)?;
+        Ok(out)
+    }
+
+    /// Parquet row batches of at most `batch_rows` rows, read a row group at
+    /// a time (from a blocking thread), with the file's row count.
+    pub fn parquet_blocking(
+        &self,
+        size: u64,
+        batch_rows: usize,
+    ) -> Result<(i64, blocking::Batches), blocking::BatchError> {
+        use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+        type Failed = Arc<std::sync::Mutex<Option<String>>>;
+        fn batches<R: parquet::file::reader::ChunkReader + 'static>(
+            file: R,
+            failed: Failed,
+            batch_rows: usize,
+        ) -> Result<(i64, blocking::Batches), blocking::BatchError> {
+            let classify = |e: String, failed: &Failed| match failed.lock().expect("failure note").take() {
+                Some(io) => blocking::BatchError::Io(std::io::Error::other(io)),
+                None => blocking::BatchError::Decode(e),
+            };
+            let b = ParquetRecordBatchReaderBuilder::try_new(file)
+                .map_err(|e| classify(e.to_string(), &failed))?;
+            let rows = b.metadata().file_metadata().num_rows();
+            let reader = b
+                .with_batch_size(batch_rows)
+                .build()
+                .map_err(|e| classify(e.to_string(), &failed))?;
+            let iter = reader.map(move |r| {
+                r.map_err(|e| match failed.lock().expect("failure note").take() {
+                    // The storage failed: the ingest stops and a rerun completes it.
+                    Some(io) => blocking::BatchError::Io(std::io::Error::other(io)),
+                    // The file's own bytes do not decode: its rows are rejected.
+                    None => blocking::BatchError::Decode(e.to_string()),
+                })
+            });
+            Ok((rows, Box::new(iter)))
+        }
+        match self {
+            Location::Local(p) => batches(
+                std::fs::File::open(p).map_err(blocking::BatchError::Io)?,
+                Failed::default(),
+                batch_rows,
+            ),
+            Location::Remote(r) => {
+                let file = blocking::RemoteFile::new(r.store.clone(), r.path.clone(), size)
+                    .map_err(|e| blocking::BatchError::Io(std::io::Error::other(e.to_string())))?;
+                let failed = file.failed.clone();
+                batches(file, failed, batch_rows)
+            }
+        }
+    }
+}
+
+/// Files under a local path (itself if a file), in path order.
+fn local_files(p: &Path) -> std::io::Result<Vec<Entry>> {
+    let meta = std::fs::metadata(p)?;
+    if !meta.is_dir() {
+        return Ok(vec![Entry {
+            location: Location::Local(p.to_path_buf()),
+            size: meta.len(),
+            etag: None,
+        }]);
+    }
+    let mut out = Vec::new();
+    let mut stack = vec![p.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir)? {
+            let entry = entry?;
+            let meta = std::fs::metadata(entry.path())?;
+            if meta.is_dir() {
+                stack.push(entry.path());
+            } else {
+                out.push(Entry {
+                    location: Location::Local(entry.path()),
+                    size: meta.len(),
+                    etag: None,
+                });
+            }
+        }
+    }
+    out.sort_by(|a, b| a.location.as_local().cmp(&b.location.as_local()));
+    Ok(out)
+}

@@ -1,0 +1,463 @@
+//! S3-backed lakes and inputs against a real S3 server (s3s-fs, installed by
+//! `./setup.sh`) that each test starts on a free loopback port with its own
+//! bucket folder and stops afterwards. No request leaves loopback: every
+//! command gets keys, the endpoint and `AWS_EC2_METADATA_DISABLED=true`.
+
+use crate::common::*;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BUCKET: &str = "lake-bucket";
+const ACCESS_KEY: &str = "turnlake-test-key";
+const SECRET_KEY: &str = "s3cr3t-Turnlake-9f2c41";
+
+/// The s3s-fs binary: `TURNLAKE_S3S_FS`, else where `./setup.sh` installs it.
+fn s3s_fs() -> PathBuf {
+    if let Some(p) = std::env::var_os("TURNLAKE_S3S_FS") {
+        return PathBuf::from(p);
+    }
+    let tools = std::env::var_os("TURNLAKE_TOOLS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(&std::env::var_os("HOME").expect("HOME")).join(".cache/turnlake-tools")
+        });
+    let p = tools.join("bin/s3s-fs");
+    assert!(
+        p.exists(),
+        "{} is missing: run ./setup.sh (the README's commands do)",
+        p.display()
+    );
+    p
+}
+
+/// A running s3s-fs on loopback; stopped when dropped.
+struct S3Server {
+    child: Option<Child>,
+    port: u16,
+    root: tempfile::TempDir,
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn wait_for_port(port: u16) {
+    let started = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "s3s-fs did not start on port {port}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+impl S3Server {
+    fn start() -> S3Server {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir(root.path().join(BUCKET)).unwrap();
+        let mut s = S3Server {
+            child: None,
+            port: free_port(),
+            root,
+        };
+        s.resume();
+        s
+    }
+
+    fn resume(&mut self) {
+        let child = Command::new(s3s_fs())
+            .args(["--host", "127.0.0.1", "--port", &self.port.to_string()])
+            .args(["--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY])
+            .arg(self.root.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start s3s-fs");
+        self.child = Some(child);
+        wait_for_port(self.port);
+    }
+
+    fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// The bucket's folder on disk (s3s-fs keeps an object at its key's path).
+    fn bucket_dir(&self) -> PathBuf {
+        self.root.path().join(BUCKET)
+    }
+
+    fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// `turnlake` with the environment a user of this server would set.
+    fn turnlake(&self) -> Command {
+        let mut c = bin();
+        aws_env(&mut c, &self.endpoint(), SECRET_KEY);
+        c
+    }
+
+    /// A client of our own, configured explicitly (not from the environment).
+    fn client(&self) -> object_store::aws::AmazonS3 {
+        object_store::aws::AmazonS3Builder::new()
+            .with_bucket_name(BUCKET)
+            .with_endpoint(self.endpoint())
+            .with_allow_http(true)
+            .with_region("us-east-1")
+            .with_access_key_id(ACCESS_KEY)
+            .with_secret_access_key(SECRET_KEY)
+            .build()
+            .unwrap()
+    }
+}
+
+impl Drop for S3Server {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Keys, endpoint and region as the AWS tools read them; never the metadata address.
+fn aws_env(c: &mut Command, endpoint: &str, secret: &str) {
+    for k in ["AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION"] {
+        c.env_remove(k);
+    }
+    c.env("AWS_ACCESS_KEY_ID", ACCESS_KEY)
+        .env("AWS_SECRET_ACCESS_KEY", secret)
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ENDPOINT_URL", endpoint)
+        .env("AWS_ALLOW_HTTP", "true")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .env("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent");
+}
+
+fn s3_url(key: &str) -> String {
+    format!("s3://{BUCKET}/{key}")
+}
+
+/// Every file under `dir`, by its path relative to `dir`.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            if e.path().is_dir() {
+                stack.push(e.path());
+            } else {
+                out.push(e.path());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Every row of every table of the lake `lake_arg` (`--lake` value), with
+/// columns that name the input's path (local path or s3 URL) left out.
+fn table_contents(run: &dyn Fn(&[&str]) -> std::process::Output, tables: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for t in tables {
+        let described = ok(run(&["sql", &format!("DESCRIBE {t}"), "--format", "csv"]));
+        let cols: Vec<String> = stdout(&described)
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.split(',').next())
+            .filter(|c| !c.starts_with("input_") && *c != "reject_id")
+            .map(|c| format!("\"{c}\""))
+            .collect();
+        assert!(!cols.is_empty(), "{t}: {}", stdout(&described));
+        let q = format!("SELECT {} FROM {t}", cols.join(", "));
+        let o = ok(run(&["sql", &q, "--format", "csv"]));
+        let mut rows: Vec<String> = stdout(&o).lines().map(str::to_string).collect();
+        rows.sort();
+        out.push(format!("== {t}: {} rows", rows.len()));
+        out.extend(rows);
+    }
+    out
+}
+
+/// A pipeline file in `dir` over `corpus/` (relative), exporting to `out/mix.jsonl`.
+const PIPELINE: &str = "[inputs]\nalbedo = [\"corpus/albedo\"]\nmini_coder = [\"corpus/mini-coder\"]\nmswea = [\"corpus/mswea\"]\n\n[outputs]\nsft = \"out/mix.jsonl\"\n";
+
+#[test]
+fn a_pipeline_on_an_s3_lake_from_s3_inputs_matches_the_local_run() {
+    let server = S3Server::start();
+    let local = tempfile::tempdir().unwrap();
+    synth_corpus(&local.path().join("corpus"), 11, (3, 6, 40, 4), None);
+    std::fs::write(local.path().join("pipeline.toml"), PIPELINE).unwrap();
+    let lake = local.path().join("lake");
+    ok(run(
+        &lake,
+        &["build", local.path().join("pipeline.toml").to_str().unwrap()],
+    ));
+
+    // The same corpus and pipeline file as objects in the bucket.
+    let job = server.bucket_dir().join("job");
+    copy_dir(&local.path().join("corpus"), &job.join("corpus"));
+    std::fs::write(job.join("pipeline.toml"), PIPELINE).unwrap();
+    let s3_lake = s3_url("job/lake");
+    let s3_run = |args: &[&str]| {
+        server
+            .turnlake()
+            .args(["--lake", &s3_lake])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let built = ok(s3_run(&["build", &s3_url("job/pipeline.toml")]));
+    let printed = format!("{}{}", stdout(&built), stderr(&built));
+    assert!(printed.contains("export sft"), "{printed}");
+
+    // Identical table contents and a byte-identical export.
+    let tables: Vec<String> = std::fs::read_dir(&lake)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with('_'))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    assert!(tables.len() >= 10, "{tables:?}");
+    let local_run = |args: &[&str]| run(&lake, args);
+    assert_eq!(
+        table_contents(&s3_run, &tables),
+        table_contents(&local_run, &tables)
+    );
+    assert_eq!(
+        std::fs::read(job.join("out/mix.jsonl")).unwrap(),
+        std::fs::read(local.path().join("out/mix.jsonl")).unwrap()
+    );
+    assert!(job.join("out/mix.jsonl.manifest.json").exists());
+
+    // The artifacts on S3 were verified against verdict.json; its URIs recorded.
+    assert_eq!(
+        scalar_with(&s3_run, "SELECT count(*) FROM evals WHERE hashes_verified AND generated_samples_uri LIKE 's3://%'"),
+        "3"
+    );
+
+    // A second build finds every step current, reading its manifest back from S3.
+    let again = ok(s3_run(&["build", &s3_url("job/pipeline.toml")]));
+    let skipped = stdout(&again).lines().filter(|l| l.contains("| skipped ")).count();
+    assert_eq!(skipped, 8, "{}", stdout(&again));
+
+    // rebuild reads the manifest from S3 and reproduces the export byte for byte.
+    let rebuilt = ok(server
+        .turnlake()
+        .args(["rebuild", &s3_url("job/out/mix.jsonl.manifest.json")])
+        .output()
+        .unwrap());
+    assert!(stdout(&rebuilt).contains("every sha256 matches"), "{}", stdout(&rebuilt));
+
+    // The secret is nowhere: not in any object, not in any output.
+    for f in files_under(&server.bucket_dir()) {
+        let bytes = std::fs::read(&f).unwrap();
+        assert!(
+            !bytes.windows(SECRET_KEY.len()).any(|w| w == SECRET_KEY.as_bytes()),
+            "{} holds the secret key",
+            f.display()
+        );
+    }
+    assert!(!printed.contains(SECRET_KEY));
+}
+
+fn scalar_with(run: &dyn Fn(&[&str]) -> std::process::Output, q: &str) -> String {
+    let o = ok(run(&["sql", q, "--format", "csv"]));
+    stdout(&o).lines().nth(1).unwrap_or_default().to_string()
+}
+
+#[test]
+fn a_second_put_if_absent_of_a_lake_log_or_delta_commit_is_refused() {
+    // s3s-fs checks If-None-Match and then writes, which is not atomic under
+    // true concurrency: the semantics are tested sequentially.
+    let server = S3Server::start();
+    copy_dir(&fixtures().join("mswea"), &server.bucket_dir().join("in"));
+    ok(server
+        .turnlake()
+        .args(["--lake", &s3_url("lake"), "ingest", "mswea", &s3_url("in")])
+        .output()
+        .unwrap());
+    let client = server.client();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    use object_store::{ObjectStore, PutMode, PutOptions, PutPayload};
+    for key in [
+        "lake/_turnlake/log/00000000000000000001.json",
+        "lake/trajectories/_delta_log/00000000000000000000.json",
+    ] {
+        let before = std::fs::read(server.bucket_dir().join(key)).unwrap();
+        let put = rt.block_on(client.put_opts(
+            &object_store::path::Path::from(key),
+            PutPayload::from_static(b"{}"),
+            PutOptions {
+                mode: PutMode::Create,
+                ..Default::default()
+            },
+        ));
+        match put {
+            Err(object_store::Error::AlreadyExists { source, .. }) => {
+                assert!(source.to_string().contains("412"), "{source}")
+            }
+            other => panic!("{key}: a second put-if-absent was not refused: {other:?}"),
+        }
+        assert_eq!(std::fs::read(server.bucket_dir().join(key)).unwrap(), before);
+    }
+
+    // The lake log's own writer reports the lost race as a conflict.
+    let log = turnlake::lake::LakeLog::new(
+        std::sync::Arc::new(client),
+        &object_store::path::Path::from("lake"),
+        &s3_url("lake"),
+    );
+    let latest = rt.block_on(log.latest()).unwrap().expect("a lake commit");
+    let err = rt.block_on(log.write(&latest)).unwrap_err();
+    assert!(
+        matches!(err, turnlake::lake::LakeError::Conflict { .. }),
+        "{err}"
+    );
+}
+
+#[test]
+fn wrong_credentials_are_a_403_with_nothing_written_and_no_secret_printed() {
+    let server = S3Server::start();
+    copy_dir(&fixtures().join("mswea"), &server.bucket_dir().join("in"));
+    let wrong = "wrong-Secret-0e1d77aa";
+    let mut c = bin();
+    aws_env(&mut c, &server.endpoint(), wrong);
+    let o = c
+        .args(["--lake", &s3_url("lake"), "ingest", "mswea", &s3_url("in")])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(err.contains("403"), "{err}");
+    assert!(err.contains("access denied"), "{err}");
+    assert!(err.contains(&s3_url("lake")) || err.contains("/lake"), "{err}");
+    assert!(!err.contains(wrong) && !stdout(&o).contains(wrong), "{err}");
+    assert!(!server.bucket_dir().join("lake").exists());
+}
+
+#[test]
+fn no_credentials_and_no_metadata_lookup_is_a_clear_error() {
+    let mut c = bin();
+    for k in ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"] {
+        c.env_remove(k);
+    }
+    let o = c
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .env("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+        .env("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+        .args(["--lake", "s3://b/lake", "tables"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("no S3 credentials"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_server_that_never_answers_fails_within_the_timeout_with_a_clear_error() {
+    // A listener that accepts connections and never says a word.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in listener.incoming().flatten() {
+            held.push(s);
+        }
+    });
+    let mut c = bin();
+    aws_env(&mut c, &format!("http://127.0.0.1:{port}"), SECRET_KEY);
+    let started = Instant::now();
+    let o = c
+        .env("TURNLAKE_S3_TIMEOUT", "1")
+        .env("TURNLAKE_S3_RETRIES", "1")
+        .args(["--lake", &s3_url("lake"), "tables"])
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    assert!(!o.status.success());
+    assert!(took < Duration::from_secs(30), "took {took:?}");
+    let err = stderr(&o);
+    assert!(err.contains("did not answer in time"), "{err}");
+    assert!(err.contains(&format!("127.0.0.1:{port}")), "{err}");
+}
+
+#[test]
+fn a_server_stopped_mid_ingest_leaves_the_last_lake_commit_and_a_rerun_completes() {
+    let mut server = S3Server::start();
+    let corpus = tempfile::tempdir().unwrap();
+    synth_corpus(corpus.path(), 5, (6, 10, 0, 0), None);
+    copy_dir(&corpus.path().join("albedo"), &server.bucket_dir().join("in"));
+    let lake = s3_url("lake");
+    let ingest = |server: &S3Server| {
+        let mut c = server.turnlake();
+        c.env("TURNLAKE_INGEST_FLUSH", "8")
+            .env("TURNLAKE_S3_TIMEOUT", "2")
+            .env("TURNLAKE_S3_RETRIES", "1")
+            .args(["--lake", &lake, "ingest", "albedo", &s3_url("in")]);
+        c
+    };
+
+    // Stop the server once the ingest has made its second lake commit.
+    let mut child = ingest(&server)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let log = server.bucket_dir().join("lake/_turnlake/log");
+    let started = Instant::now();
+    while !log.join("00000000000000000002.json").exists() {
+        assert!(child.try_wait().unwrap().is_none(), "the ingest ended before the server was stopped");
+        assert!(started.elapsed() < Duration::from_secs(120));
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    server.stop();
+    let o = child.wait_with_output().unwrap();
+    assert!(!o.status.success(), "{}", stdout(&o));
+    assert!(stderr(&o).contains("127.0.0.1"), "{}", stderr(&o));
+
+    // After a restart the lake reads as its last lake commit: every
+    // trajectory has its turns, and the ingest's rows are whole samples.
+    server.resume();
+    let committed: Vec<u64> = files_under(&log)
+        .iter()
+        .filter_map(|p| p.file_stem()?.to_str()?.parse().ok())
+        .collect();
+    let last = *committed.iter().max().unwrap();
+    let q = |sql: &str| {
+        let o = ok(server.turnlake().args(["--lake", &lake, "sql", sql, "--format", "csv"]).output().unwrap());
+        stdout(&o).lines().nth(1).unwrap_or_default().to_string()
+    };
+    assert_eq!(
+        q("SELECT count(*) FROM trajectories tr WHERE NOT EXISTS (SELECT 1 FROM turns tu WHERE tu.traj_id = tr.traj_id)"),
+        "0"
+    );
+    let fresh = tempfile::tempdir().unwrap();
+    let flake = fresh.path().join("lake");
+    ok(run(&flake, &["ingest", "albedo", corpus.path().join("albedo").to_str().unwrap()]));
+    let total: u64 = scalar(&flake, "SELECT count(*) FROM trajectories").parse().unwrap();
+    let partial: u64 = q("SELECT count(*) FROM trajectories").parse().unwrap();
+    assert!(partial > 0 && partial < total, "{partial} of {total} trajectories after commit {last}");
+
+    // A rerun completes to what an uninterrupted ingest holds.
+    let o = ok(ingest(&server).output().unwrap());
+    assert!(counts(&o).0 > 0);
+    for digest in [
+        "SELECT count(*) FROM trajectories",
+        "SELECT md5(string_agg(turn_sha, ',' ORDER BY turn_sha)) FROM turns",
+        "SELECT md5(string_agg(question_id || judgment_key, ',' ORDER BY question_id, judgment_key)) FROM (SELECT question_id, traj_id || coalesce(CAST(answer AS VARCHAR), '-') AS judgment_key FROM judgments)",
+    ] {
+        assert_eq!(q(digest), scalar(&flake, digest), "{digest}");
+    }
+}
