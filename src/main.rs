@@ -20,10 +20,13 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             // No secret of the environment reaches the terminal, whatever failed.
-            eprintln!(
-                "turnlake: {}",
-                turnlake::storage::s3::redact(&format!("{err:#}"))
-            );
+            let text = turnlake::storage::s3::redact(&format!("{err:#}"));
+            eprintln!("turnlake: {text}");
+            if let Some(hint) = turnlake::storage::s3::hint(err.chain()) {
+                if !text.contains(hint) {
+                    eprintln!("hint: {hint}");
+                }
+            }
             ExitCode::FAILURE
         }
     }

@@ -17,12 +17,12 @@ use super::export::{export_sft, manifest_path};
 use super::validate::ValidateArgs;
 use crate::cli::LakeArg;
 use crate::export::{manifest, sft};
-use crate::storage::Location;
 use crate::lake::Lake;
 use crate::pipeline::credit::{self, CreditConfig};
 use crate::pipeline::ingest::{ingest, InputKind};
 use crate::pipeline::mix;
 use crate::pipeline::select::{self, SelectConfig, PRODUCTS};
+use crate::storage::Location;
 
 #[derive(Debug, Args)]
 pub struct BuildArgs {
@@ -175,7 +175,10 @@ pub async fn run(lake_arg: &LakeArg, args: BuildArgs) -> anyhow::Result<ExitCode
                 None => Ok::<_, anyhow::Error>(None),
                 Some(l) => {
                     let bytes = l.read().await?;
-                    Ok(Some((l.to_string(), String::from_utf8_lossy(&bytes).into_owned())))
+                    Ok(Some((
+                        l.to_string(),
+                        String::from_utf8_lossy(&bytes).into_owned(),
+                    )))
                 }
             }
         }
@@ -234,10 +237,7 @@ pub async fn run(lake_arg: &LakeArg, args: BuildArgs) -> anyhow::Result<ExitCode
             continue;
         }
         let started = Instant::now();
-        let paths = paths
-            .iter()
-            .map(|p| at(p))
-            .collect::<Result<Vec<_>, _>>()?;
+        let paths = paths.iter().map(|p| at(p)).collect::<Result<Vec<_>, _>>()?;
         let r = ingest(&lake, kind, paths)
             .await
             .with_context(|| format!("{label} failed"))?;

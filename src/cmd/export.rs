@@ -69,7 +69,10 @@ async fn write_sft(
         .await??
     };
     let name = out.file_name().context("the export path names no file")?;
-    let entry = manifest::entry(&name, &tmp)?;
+    let entry = {
+        let tmp = tmp.clone();
+        tokio::task::spawn_blocking(move || manifest::entry(&name, &tmp)).await??
+    };
     out.publish(&tmp).await?;
     Ok((written, entry))
 }
@@ -82,8 +85,7 @@ pub async fn export_sft(
     out: &Location,
 ) -> anyhow::Result<(sft::ExportSummary, manifest::Manifest, Location)> {
     let (summary, entry) = write_sft(lake, table, format, out).await?;
-    let export =
-        serde_json::json!({"kind": "sft", "table": table, "format": format_name(format)});
+    let export = serde_json::json!({"kind": "sft", "table": table, "format": format_name(format)});
     let m = manifest::build(lake, export, vec![entry]).await?;
     let mpath = manifest_path(out);
     manifest::write(&m, &mpath)

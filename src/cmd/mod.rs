@@ -35,12 +35,12 @@ pub fn load_config<T>(
     default: fn() -> T,
     parse: fn(&str) -> Result<T, String>,
 ) -> anyhow::Result<T> {
-    match path {
-        None => Ok(default()),
-        Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .map_err(|e| anyhow::anyhow!("reading {}: {e}", p.display()))?;
-            parse(&text).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))
-        }
-    }
+    let file = path
+        .map(|p| {
+            std::fs::read_to_string(p)
+                .map(|text| (p.display().to_string(), text))
+                .map_err(|e| anyhow::anyhow!("reading {}: {e}", p.display()))
+        })
+        .transpose()?;
+    parse_config(file, default, parse)
 }

@@ -140,10 +140,7 @@ pub async fn verify(manifest: &Manifest, dir: &Location) -> Vec<String> {
     let check = move || {
         let mut bad = Vec::new();
         for f in &files {
-            let hashed = dir
-                .join(&f.path)
-                .open_blocking()
-                .and_then(hash_reader);
+            let hashed = dir.join(&f.path).open_blocking().and_then(hash_reader);
             match hashed {
                 Ok((size, sha)) if size == f.size && sha == f.sha256 => {}
                 Ok((size, sha)) => bad.push(format!(

@@ -79,7 +79,11 @@ impl LakeLog {
     fn store_err(&self, what: &str, key: &str, e: &object_store::Error) -> LakeError {
         LakeError::Log {
             root: self.root.clone(),
-            reason: crate::storage::s3::describe(what, &format!("{}{META_DIR}/log/{key}", self.root_slash()), e),
+            reason: crate::storage::s3::describe(
+                what,
+                &format!("{}{META_DIR}/log/{key}", self.root_slash()),
+                e,
+            ),
         }
     }
 

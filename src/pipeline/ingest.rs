@@ -173,9 +173,12 @@ impl Inputs {
 async fn files_under(paths: &[Location], want: fn(&str) -> bool) -> StorageResult<Vec<Entry>> {
     let mut out = Vec::new();
     for p in paths {
-        out.extend(p.files().await?.into_iter().filter(|e| {
-            e.location.same(p) || e.location.file_name().is_some_and(|n| want(&n))
-        }));
+        out.extend(
+            p.files()
+                .await?
+                .into_iter()
+                .filter(|e| e.location.same(p) || e.location.file_name().is_some_and(|n| want(&n))),
+        );
     }
     Ok(out)
 }
@@ -243,7 +246,7 @@ fn read_all(
         }
         (InputKind::Mswea, Inputs::Files(files)) => {
             for f in files {
-                per_file(&f.location, || mswea::read_file(&f.location, &mut emit))?;
+                per_file(&f.location, || mswea::read_file(f, &mut emit))?;
                 bar.inc(f.size);
             }
         }
@@ -378,12 +381,7 @@ pub async fn ingest(
     kind: InputKind,
     paths: Vec<Location>,
 ) -> Result<IngestReport, IngestError> {
-    let mut writer = lake
-        .begin(
-            &format!("ingest {}", kind.name()),
-            serde_json::json!({"paths": paths, "kind": kind.name(), "verify": kind.verifies()}),
-        )
-        .await?;
+    // Inputs that cannot be listed or read fail before the lake is touched.
     let listed = std::sync::Arc::new(list_inputs(kind, &paths).await?);
     let inputs = {
         let listed = listed.clone();
@@ -391,6 +389,12 @@ pub async fn ingest(
             .await
             .map_err(|e| IngestError::Reader(panic_message(e)))??
     };
+    let mut writer = lake
+        .begin(
+            &format!("ingest {}", kind.name()),
+            serde_json::json!({"paths": paths, "kind": kind.name(), "verify": kind.verifies()}),
+        )
+        .await?;
     let mut known = known(lake).await?;
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Record>(64);
     let runs = known.runs.clone();
@@ -432,7 +436,10 @@ pub async fn ingest(
                     report.unchanged += 1;
                 }
                 for e in unit.evals {
-                    pending_evals.entry(e.eval_run_id.clone()).or_default().push(e);
+                    pending_evals
+                        .entry(e.eval_run_id.clone())
+                        .or_default()
+                        .push(e);
                 }
                 buf.questions.extend(unit.questions);
                 buf.judgments.extend(unit.judgments);
@@ -463,16 +470,28 @@ pub async fn ingest(
                     .notes
                     .push(format!("eval run {id}: {why}; its rows were replaced"));
             }
-            Record::RunDone(id) => {
+            Record::RunDone(id, eval) => {
                 // The run's evals row goes in no earlier a lake commit than
                 // its last row: a run with an evals row is whole.
-                buf.evals.extend(pending_evals.remove(&id).unwrap_or_default());
+                buf.evals
+                    .extend(pending_evals.remove(&id).unwrap_or_default());
+                buf.evals.extend(eval.map(|e| *e));
             }
             Record::Note(n) => report.notes.push(n),
         }
         if buf.full() {
             buf.flush(lake, &mut writer).await?;
         }
+    }
+    // A reader that stopped on an error (an input that could not be read)
+    // leaves the lake at its last flush's commit, which a rerun completes.
+    let read = match reader.await {
+        Ok(r) => r.map_err(IngestError::from),
+        Err(e) => Err(IngestError::Reader(panic_message(e))),
+    };
+    if let Err(e) = read {
+        writer.release().await?;
+        return Err(e);
     }
     // The input files are recorded as read in the commit that completes them.
     let wrote_any = buf.holds_rows() || report.written > 0 || report.rejected > 0;
@@ -483,8 +502,5 @@ pub async fn ingest(
         writer.commit().await?;
     }
     writer.release().await?;
-    reader
-        .await
-        .map_err(|e| IngestError::Reader(panic_message(e)))??;
     Ok(report)
 }

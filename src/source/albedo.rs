@@ -65,9 +65,15 @@ pub async fn run_folders(paths: &[Location]) -> StorageResult<Vec<RunFolder>> {
         let mut runs: BTreeMap<Vec<String>, RunFolder> = BTreeMap::new();
         let mut direct = false;
         for f in files {
-            let Some(name) = f.location.file_name() else { continue };
-            let Some(artifact) = ARTIFACTS.iter().find(|a| **a == name) else { continue };
-            let Some(dir) = f.location.parent() else { continue };
+            let Some(name) = f.location.file_name() else {
+                continue;
+            };
+            let Some(artifact) = ARTIFACTS.iter().find(|a| **a == name) else {
+                continue;
+            };
+            let Some(dir) = f.location.parent() else {
+                continue;
+            };
             let is_self = dir.same(p);
             let is_child = dir.parent().is_some_and(|d| d.same(p));
             if !(is_self || is_child) {
@@ -95,6 +101,8 @@ pub async fn run_folders(paths: &[Location]) -> StorageResult<Vec<RunFolder>> {
 /// An artifact as a first streaming pass found it.
 struct Artifact {
     location: Location,
+    /// The listed object: the second pass reads the version the first hashed.
+    entry: Entry,
     sha: String,
     records: u64,
 }
@@ -105,12 +113,13 @@ fn scan(entry: Option<&Entry>) -> std::io::Result<Option<Artifact>> {
     let mut h = Sha256::new();
     let mut records = 0u64;
     let mut reader = Tee {
-        inner: entry.location.open_blocking()?,
+        inner: entry.open_blocking()?,
         hasher: &mut h,
     };
     for_each_line(&mut reader, |_, _| records += 1)?;
     Ok(Some(Artifact {
         location: entry.location.clone(),
+        entry: entry.clone(),
         sha: hex::encode(h.finalize()),
         records,
     }))
@@ -144,7 +153,7 @@ impl<R: std::io::BufRead> std::io::BufRead for Tee<'_, R> {
 
 /// Each record of an artifact, streamed.
 fn records(a: &Artifact, f: impl FnMut(i64, &[u8])) -> std::io::Result<()> {
-    for_each_line(a.location.open_blocking()?, f)
+    for_each_line(a.entry.open_blocking()?, f)
 }
 
 /// Read one eval-run folder. `known` maps eval_run_id to the run_sha the lake
@@ -158,14 +167,18 @@ pub fn read_run(
 ) -> std::io::Result<()> {
     let dir = &run.dir;
     let verdict_bytes = match run.artifacts.get(VERDICT) {
-        Some(e) => Some(e.location.read_blocking()?),
+        Some(e) => Some(e.read_blocking()?),
         None => None,
     };
-    let verdict_file = verdict_bytes.as_ref().map(|bytes| Artifact {
-        location: dir.join(VERDICT),
-        sha: hex::encode(Sha256::digest(bytes)),
-        records: 1,
-    });
+    let verdict_file = verdict_bytes
+        .as_ref()
+        .zip(run.artifacts.get(VERDICT))
+        .map(|(bytes, e)| Artifact {
+            location: e.location.clone(),
+            entry: e.clone(),
+            sha: hex::encode(Sha256::digest(bytes)),
+            records: 1,
+        });
     let generated = scan(run.artifacts.get(GENERATED))?;
     let scoring = scan(run.artifacts.get(SCORING))?;
     let folder_id = dir.file_name().unwrap_or_default();
@@ -279,8 +292,10 @@ pub fn read_run(
     if known.contains_key(&eval_run_id) {
         emit(Record::ReplaceRun(eval_run_id.clone()));
     }
+    // Every run gets its evals row (with the run_sha that makes re-ingest
+    // idempotent), even when verdict.json is missing or was rejected.
     let mut pending_eval: Option<EvalRow> = None;
-    if verdict.is_some() || verdict_file.is_none() {
+    {
         let v = verdict.clone().unwrap_or(Value::Null);
         let eval = EvalRow {
             eval_run_id: eval_run_id.clone(),
@@ -305,13 +320,14 @@ pub fn read_run(
             scoring_results_uri: uri("scoring_results"),
             input_path: dir.to_string(),
         };
-        if verdict_file.is_some() {
+        if verdict.is_some() {
             emit(Record::Unit(Unit {
                 evals: vec![eval],
                 ..Default::default()
             }));
         } else {
-            // No verdict record was read: the evals row rides with the first sample.
+            // No verdict record was accepted: the evals row comes with the
+            // run's end, not counted as a record read.
             pending_eval = Some(eval);
         }
     }
@@ -364,7 +380,14 @@ pub fn read_run(
                 Ok(x) => x,
                 Err(e) => {
                     let field = Some(e.field.as_str()).filter(|f| !f.is_empty());
-                    emit(reject(SOURCE, &a.location, Some(line), field, e.reason, bytes));
+                    emit(reject(
+                        SOURCE,
+                        &a.location,
+                        Some(line),
+                        field,
+                        e.reason,
+                        bytes,
+                    ));
                     return;
                 }
             };
@@ -394,16 +417,10 @@ pub fn read_run(
                     .map(derive_checked)
                     .collect::<FieldResult<Vec<_>>>()
             }) {
-                Ok(trajectories) => {
-                    let mut unit = Unit {
-                        trajectories,
-                        ..Default::default()
-                    };
-                    if let Some(e) = pending_eval.take() {
-                        unit.evals.push(e);
-                    }
-                    emit(Record::Unit(unit));
-                }
+                Ok(trajectories) => emit(Record::Unit(Unit {
+                    trajectories,
+                    ..Default::default()
+                })),
                 Err(e) => emit(reject(
                     SOURCE,
                     &a.location,
@@ -454,13 +471,7 @@ pub fn read_run(
             "{dir}: {unscored} sample(s) in {GENERATED} have no scoring result; kept with judged = false"
         )));
     }
-    if let Some(e) = pending_eval.take() {
-        emit(Record::Unit(Unit {
-            evals: vec![e],
-            ..Default::default()
-        }));
-    }
-    emit(Record::RunDone(eval_run_id));
+    emit(Record::RunDone(eval_run_id, pending_eval.map(Box::new)));
     Ok(())
 }
 

@@ -14,7 +14,9 @@ use crate::storage::blocking::BatchError;
 use crate::storage::{Entry, Location};
 
 use super::json::{opt_bool, opt_str, parse_record, req_str, FieldError, FieldResult};
-use super::{derive_checked, for_each_line, mswea, reject, RawMessage, RawTrajectory, Record, Unit};
+use super::{
+    derive_checked, for_each_line, mswea, reject, RawMessage, RawTrajectory, Record, Unit,
+};
 
 pub const SOURCE: &str = "mini_coder";
 const BATCH_ROWS: usize = 256;
@@ -32,7 +34,7 @@ pub fn read_file(
     if path.file_name().is_some_and(|n| n.ends_with(".parquet")) {
         return read_parquet(file, progress, emit);
     }
-    for_each_line(path.open_blocking()?, |line, raw| {
+    for_each_line(file.open_blocking()?, |line, raw| {
         match parse_record(raw)
             .and_then(|v| from_json(&v, path, line))
             .and_then(|t| derive_checked(&t))
@@ -60,7 +62,7 @@ fn read_parquet(
     emit: &mut dyn FnMut(Record),
 ) -> std::io::Result<()> {
     let (path, size) = (&file.location, file.size);
-    let (total_rows, reader) = match path.parquet_blocking(size, BATCH_ROWS) {
+    let (total_rows, reader) = match file.parquet_blocking(BATCH_ROWS) {
         Ok(r) => r,
         Err(BatchError::Io(e)) => return Err(e),
         Err(BatchError::Decode(e)) => {

@@ -31,8 +31,9 @@ pub enum Record {
     /// ingest was interrupted): drop its old rows first.
     ReplaceRun(String),
     /// Every record of an eval run has been sent: its `evals` row, the mark
-    /// of a whole run, may now be written.
-    RunDone(String),
+    /// of a whole run, may now be written (with the row itself when no
+    /// verdict record carried it).
+    RunDone(String, Option<Box<EvalRow>>),
     /// Something a user should hear about that is not a reject.
     Note(String),
 }

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use crate::storage::Location;
+use crate::storage::{Entry, Location};
 
 use super::json::{opt_str, parse_record, FieldError, FieldResult};
 use super::{derive_checked, reject, RawMessage, RawTrajectory, Record, Unit};
@@ -17,8 +17,9 @@ pub fn wants(name: &str) -> bool {
 }
 
 /// Read one trajectory file.
-pub fn read_file(path: &Location, emit: &mut dyn FnMut(Record)) -> std::io::Result<()> {
-    let bytes = path.read_blocking()?;
+pub fn read_file(file: &Entry, emit: &mut dyn FnMut(Record)) -> std::io::Result<()> {
+    let path = &file.location;
+    let bytes = file.read_blocking()?;
     match parse_record(&bytes)
         .and_then(|v| trajectory(&v, path))
         .and_then(|raw| derive_checked(&raw))

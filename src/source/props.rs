@@ -134,7 +134,7 @@ fn count(records: &[Record]) -> u64 {
         .map(|r| match r {
             Record::Unit(_) | Record::Reject(_) => 1,
             Record::Unchanged(n) => *n,
-            Record::ReplaceRun(_) | Record::RunDone(_) | Record::Note(_) => 0,
+            Record::ReplaceRun(_) | Record::RunDone(..) | Record::Note(_) => 0,
         })
         .sum()
 }
@@ -149,7 +149,7 @@ fn read_mswea(bytes: &[u8]) -> Vec<Record> {
     let tmp = tempfile::tempdir().unwrap();
     let p = write(tmp.path(), "x.traj.json", bytes);
     let mut out = Vec::new();
-    mswea::read_file(&Location::Local(p), &mut |r| out.push(r)).unwrap();
+    mswea::read_file(&local(&p), &mut |r| out.push(r)).unwrap();
     out
 }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use object_store::path::Path as StorePath;
-use object_store::{ObjectStore, ObjectStoreExt};
+use object_store::ObjectStore;
 use tokio::runtime::Handle;
 
 /// Why a row batch did not come: the storage failed (the ingest stops and a
@@ -22,51 +22,72 @@ pub enum BatchError {
 pub type Batches =
     Box<dyn Iterator<Item = Result<arrow::record_batch::RecordBatch, BatchError>> + Send>;
 
-fn handle() -> Result<Handle, object_store::Error> {
+pub(crate) fn handle() -> Result<Handle, object_store::Error> {
     Handle::try_current().map_err(|e| object_store::Error::Generic {
         store: "turnlake",
         source: format!("no async runtime to read through: {e}").into(),
     })
 }
 
-/// How much of an object one request fetches: a request's timeout bounds a
-/// transfer of this size, never the time a reader takes to consume a file.
+/// The most one request fetches: a request's timeout bounds a transfer of
+/// this size, never the time a reader takes to consume a file.
 const CHUNK: u64 = 8 << 20;
+/// The first request of a reader fetches this much, then each doubles up to
+/// [`CHUNK`]: a Parquet page header costs a small GET, a JSONL file streams.
+const FIRST_CHUNK: u64 = 64 << 10;
 
-/// An object read as `std::io::Read`, one ranged GET of at most [`CHUNK`]
-/// bytes at a time.
+/// Where a storage failure is noted: the Parquet reader turns errors into
+/// text, so this is how a failed request is told from undecodable bytes.
+pub type FailureNote = Arc<std::sync::Mutex<Option<String>>>;
+
+/// One object as its listing saw it: reads are pinned to that version
+/// (`If-Match` its ETag), so a file replaced mid-read fails instead of mixing.
+#[derive(Clone)]
+pub struct Pinned {
+    pub store: Arc<dyn ObjectStore>,
+    pub path: StorePath,
+    pub size: u64,
+    pub etag: Option<String>,
+}
+
+impl Pinned {
+    /// Bytes `range` of the object, in one request.
+    fn get(&self, handle: &Handle, range: std::ops::Range<u64>) -> object_store::Result<Bytes> {
+        let options = object_store::GetOptions {
+            range: Some(range.into()),
+            if_match: self.etag.clone(),
+            ..Default::default()
+        };
+        handle.block_on(async {
+            self.store
+                .get_opts(&self.path, options)
+                .await?
+                .bytes()
+                .await
+        })
+    }
+}
+
+/// An object read as `std::io::Read`, one ranged GET at a time.
 pub struct ObjectReader {
     handle: Handle,
-    store: Arc<dyn ObjectStore>,
-    path: StorePath,
+    object: Pinned,
     pos: u64,
-    end: u64,
+    next_len: u64,
     chunk: Bytes,
+    failed: FailureNote,
 }
 
 impl ObjectReader {
-    /// The object from byte `start` to `end` (its size).
-    pub fn open(
-        store: Arc<dyn ObjectStore>,
-        path: StorePath,
-        start: u64,
-        end: Option<u64>,
-    ) -> object_store::Result<Self> {
-        let handle = handle()?;
-        let end = match end {
-            Some(e) => e,
-            None => {
-                let (store, path) = (store.clone(), path.clone());
-                handle.block_on(async move { store.head(&path).await })?.size
-            }
-        };
+    /// The object from byte `start` on.
+    pub fn open(object: Pinned, start: u64, failed: FailureNote) -> object_store::Result<Self> {
         Ok(ObjectReader {
-            handle,
-            store,
-            path,
+            handle: handle()?,
+            object,
             pos: start,
-            end,
+            next_len: FIRST_CHUNK,
             chunk: Bytes::new(),
+            failed,
         })
     }
 }
@@ -74,18 +95,24 @@ impl ObjectReader {
 impl std::io::Read for ObjectReader {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         if self.chunk.is_empty() {
-            if self.pos >= self.end {
+            let end = self.object.size;
+            if self.pos >= end {
                 return Ok(0);
             }
-            let range = self.pos..self.end.min(self.pos + CHUNK);
-            self.chunk = self
-                .handle
-                .block_on(self.store.get_range(&self.path, range))
-                .map_err(|e| std::io::Error::other(super::s3::redact(&e.to_string())))?;
+            let range = self.pos..end.min(self.pos + self.next_len);
+            self.next_len = (self.next_len * 2).min(CHUNK);
+            self.chunk = self.object.get(&self.handle, range).map_err(|e| {
+                let text = super::s3::redact(&e.to_string());
+                *self.failed.lock().expect("failure note") = Some(text.clone());
+                std::io::Error::other(text)
+            })?;
             if self.chunk.is_empty() {
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::UnexpectedEof,
-                    format!("{}: the object ended before its listed size", self.path),
+                    format!(
+                        "{}: the object ended before its listed size",
+                        self.object.path
+                    ),
                 ));
             }
             self.pos += self.chunk.len() as u64;
@@ -97,55 +124,76 @@ impl std::io::Read for ObjectReader {
     }
 }
 
-/// A remote file read by the synchronous Parquet reader: the footer and each
-/// column chunk it asks for are one range GET, so a row group at a time is
-/// in memory, never the file.
+/// A remote file read by the synchronous Parquet reader. It asks for each
+/// page header and each page: those are served from one window of up to
+/// [`CHUNK`] bytes fetched at a time, so a shard costs about one request per
+/// window and never sits in memory whole.
 pub struct RemoteFile {
     handle: Handle,
-    store: Arc<dyn ObjectStore>,
-    path: StorePath,
-    size: u64,
-    /// The last failed request: the Parquet reader turns errors into text,
-    /// so this is how a storage failure is told from undecodable bytes.
-    pub failed: Arc<std::sync::Mutex<Option<String>>>,
+    object: Pinned,
+    window: std::sync::Mutex<(u64, Bytes)>,
+    pub failed: FailureNote,
 }
 
 impl RemoteFile {
-    pub fn new(store: Arc<dyn ObjectStore>, path: StorePath, size: u64) -> object_store::Result<Self> {
+    pub fn new(object: Pinned) -> object_store::Result<Self> {
         Ok(RemoteFile {
             handle: handle()?,
-            store,
-            path,
-            size,
+            object,
+            window: std::sync::Mutex::new((0, Bytes::new())),
             failed: Default::default(),
         })
     }
 
-    fn note(&self, e: object_store::Error) -> parquet::errors::ParquetError {
-        let text = super::s3::redact(&e.to_string());
-        *self.failed.lock().expect("failure note") = Some(text);
-        parquet::errors::ParquetError::External(Box::new(e))
+    /// Bytes `start..start+len`, from the window or a new one.
+    fn bytes(&self, start: u64, len: u64) -> parquet::errors::Result<Bytes> {
+        let mut window = self.window.lock().expect("window");
+        let (at, ref data) = *window;
+        if start >= at && start + len <= at + data.len() as u64 {
+            let from = (start - at) as usize;
+            return Ok(data.slice(from..from + len as usize));
+        }
+        let end = self.object.size.min(start + len.max(CHUNK));
+        let data = self.object.get(&self.handle, start..end).map_err(|e| {
+            *self.failed.lock().expect("failure note") = Some(super::s3::redact(&e.to_string()));
+            parquet::errors::ParquetError::External(Box::new(e))
+        })?;
+        let out = data.slice(..(len as usize).min(data.len()));
+        *window = (start, data);
+        Ok(out)
     }
 }
 
 impl parquet::file::reader::Length for RemoteFile {
     fn len(&self) -> u64 {
-        self.size
+        self.object.size
     }
 }
 
 impl parquet::file::reader::ChunkReader for RemoteFile {
-    type T = ObjectReader;
+    type T = std::io::Chain<bytes::buf::Reader<Bytes>, ObjectReader>;
 
-    fn get_read(&self, start: u64) -> parquet::errors::Result<ObjectReader> {
-        ObjectReader::open(self.store.clone(), self.path.clone(), start, Some(self.size))
-            .map_err(|e| self.note(e))
+    /// What the window holds from `start`, then the rest of the object as needed.
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        use bytes::Buf;
+        // An empty read makes the window cover `start`.
+        self.bytes(start, 0)?;
+        let head = {
+            let window = self.window.lock().expect("window");
+            let (at, ref data) = *window;
+            data.slice((start - at) as usize..)
+        };
+        let rest = ObjectReader::open(
+            self.object.clone(),
+            start + head.len() as u64,
+            self.failed.clone(),
+        )
+        .map_err(|e| parquet::errors::ParquetError::External(Box::new(e)))?;
+        Ok(std::io::Read::chain(head.reader(), rest))
     }
 
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
-        self.handle
-            .block_on(self.store.get_range(&self.path, start..start + length as u64))
-            .map_err(|e| self.note(e))
+        self.bytes(start, length as u64)
     }
 }
 

@@ -133,7 +133,6 @@ impl From<&Path> for Location {
     }
 }
 
-
 impl Location {
     /// A local path, a `file://` URL or an `s3://bucket/key` URL.
     pub fn parse(text: &str) -> StorageResult<Location> {
@@ -191,15 +190,23 @@ impl Location {
         }
     }
 
-    /// `rel` under this location (a path relative to it, `/`-separated).
+    /// `rel` under this location (a path relative to it, `/`-separated;
+    /// `..` goes up a folder, as it does on disk).
     pub fn join(&self, rel: &str) -> Location {
         match self {
             Location::Local(p) => Location::Local(p.join(rel)),
             Location::Remote(r) => {
-                let mut path = r.path.clone();
-                for part in rel.split('/').filter(|p| !p.is_empty() && *p != ".") {
-                    path = path.join(part);
+                let mut parts: Vec<object_store::path::PathPart> = r.path.parts().collect();
+                for part in rel.split('/') {
+                    match part {
+                        "" | "." => {}
+                        ".." => {
+                            parts.pop();
+                        }
+                        p => parts.push(p.into()),
+                    }
                 }
+                let path: StorePath = parts.into_iter().collect();
                 let mut url = r.url.clone();
                 url.set_path(&format!("/{}", path.as_ref()));
                 Location::Remote(Remote {
@@ -253,7 +260,10 @@ impl Location {
         }
     }
 
-    fn store_err(&self, operation: &'static str) -> impl Fn(object_store::Error) -> StorageError + '_ {
+    fn store_err(
+        &self,
+        operation: &'static str,
+    ) -> impl Fn(object_store::Error) -> StorageError + '_ {
         move |source| match source {
             object_store::Error::NotFound { .. } => StorageError::NotFound {
                 location: self.to_string(),
@@ -302,7 +312,11 @@ impl Location {
                     .await
                     .map_err(self.store_err("listing"))?;
                 if listed.is_empty() {
-                    let meta = r.store.head(&r.path).await.map_err(self.store_err("HEAD"))?;
+                    let meta = r
+                        .store
+                        .head(&r.path)
+                        .await
+                        .map_err(self.store_err("HEAD"))?;
                     return Ok(vec![Entry {
                         location: self.clone(),
                         size: meta.size,
@@ -311,6 +325,8 @@ impl Location {
                 }
                 let mut out: Vec<Entry> = listed
                     .into_iter()
+                    // A zero-byte `folder/` marker some tools write is not a file.
+                    .filter(|m| m.location != r.path && !m.location.as_ref().ends_with('/'))
                     .map(|m| {
                         let mut url = r.url.clone();
                         url.set_path(&format!("/{}", m.location.as_ref()));
@@ -342,16 +358,22 @@ impl Location {
         }
     }
 
+    /// Create a local file's folder.
+    async fn create_folder(&self, p: &Path) -> StorageResult<()> {
+        match p.parent().filter(|d| !d.as_os_str().is_empty()) {
+            Some(d) => tokio::fs::create_dir_all(d)
+                .await
+                .map_err(self.io_err("creating its folder")),
+            None => Ok(()),
+        }
+    }
+
     /// Write `bytes` as the whole file, atomically (a local file is written
     /// beside and renamed; an object PUT is atomic).
     pub async fn write(&self, bytes: Vec<u8>) -> StorageResult<()> {
         match self {
             Location::Local(p) => {
-                if let Some(d) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    tokio::fs::create_dir_all(d)
-                        .await
-                        .map_err(self.io_err("creating its folder"))?;
-                }
+                self.create_folder(p).await?;
                 let tmp = p.with_extension("partial");
                 tokio::fs::write(&tmp, bytes)
                     .await
@@ -374,11 +396,7 @@ impl Location {
     pub async fn publish(&self, from: &Path) -> StorageResult<()> {
         match self {
             Location::Local(p) => {
-                if let Some(d) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    tokio::fs::create_dir_all(d)
-                        .await
-                        .map_err(self.io_err("creating its folder"))?;
-                }
+                self.create_folder(p).await?;
                 tokio::fs::rename(from, p)
                     .await
                     .map_err(self.io_err("writing"))
@@ -392,18 +410,57 @@ impl Location {
     /// A streaming reader of the file, for a blocking thread (never call it
     /// on the async runtime's threads).
     pub fn open_blocking(&self) -> std::io::Result<Box<dyn std::io::BufRead + Send>> {
-        match self {
-            Location::Local(p) => Ok(Box::new(std::io::BufReader::with_capacity(
-                1 << 20,
-                std::fs::File::open(p).map_err(|e| {
-                    std::io::Error::new(e.kind(), format!("{}: {e}", p.display()))
-                })?,
-            ))),
+        let entry = match self {
+            Location::Local(_) => Entry {
+                location: self.clone(),
+                size: 0,
+                etag: None,
+            },
             Location::Remote(r) => {
-                let reader = blocking::ObjectReader::open(r.store.clone(), r.path.clone(), 0, None)
-                    .map_err(self.store_err("GET"))?;
+                let meta = blocking::handle()
+                    .map_err(std::io::Error::other)?
+                    .block_on(r.store.head(&r.path))
+                    .map_err(self.store_err("HEAD"))?;
+                Entry {
+                    location: self.clone(),
+                    size: meta.size,
+                    etag: meta.e_tag,
+                }
+            }
+        };
+        entry.open_blocking()
+    }
+}
+
+impl Entry {
+    /// The object as listed: its size, and its ETag that every read is pinned to.
+    fn pinned(&self) -> Option<blocking::Pinned> {
+        match &self.location {
+            Location::Local(_) => None,
+            Location::Remote(r) => Some(blocking::Pinned {
+                store: r.store.clone(),
+                path: r.path.clone(),
+                size: self.size,
+                etag: self.etag.clone(),
+            }),
+        }
+    }
+
+    /// A streaming reader of the file, for a blocking thread: a local file
+    /// buffered, an object by ranged GETs pinned to the listed version.
+    pub fn open_blocking(&self) -> std::io::Result<Box<dyn std::io::BufRead + Send>> {
+        match (&self.location, self.pinned()) {
+            (Location::Local(p), _) => Ok(Box::new(std::io::BufReader::with_capacity(
+                1 << 20,
+                std::fs::File::open(p)
+                    .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", p.display())))?,
+            ))),
+            (_, Some(object)) => {
+                let reader = blocking::ObjectReader::open(object, 0, Default::default())
+                    .map_err(self.location.store_err("GET"))?;
                 Ok(Box::new(std::io::BufReader::with_capacity(1 << 20, reader)))
             }
+            (Location::Remote(_), None) => unreachable!("a remote entry is pinned"),
         }
     }
 
@@ -414,24 +471,26 @@ impl Location {
         Ok(out)
     }
 
-    /// Parquet row batches of at most `batch_rows` rows, read a row group at
-    /// a time (from a blocking thread), with the file's row count.
+    /// Parquet row batches of at most `batch_rows` rows (from a blocking
+    /// thread), with the file's row count. A failed request is `Io`; bytes
+    /// that do not decode are `Decode`.
     pub fn parquet_blocking(
         &self,
-        size: u64,
         batch_rows: usize,
     ) -> Result<(i64, blocking::Batches), blocking::BatchError> {
+        use blocking::{BatchError, FailureNote};
         use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-        type Failed = Arc<std::sync::Mutex<Option<String>>>;
         fn batches<R: parquet::file::reader::ChunkReader + 'static>(
             file: R,
-            failed: Failed,
+            failed: FailureNote,
             batch_rows: usize,
-        ) -> Result<(i64, blocking::Batches), blocking::BatchError> {
-            let classify = |e: String, failed: &Failed| match failed.lock().expect("failure note").take() {
-                Some(io) => blocking::BatchError::Io(std::io::Error::other(io)),
-                None => blocking::BatchError::Decode(e),
-            };
+        ) -> Result<(i64, blocking::Batches), BatchError> {
+            let classify =
+                |e: String, failed: &FailureNote| match failed.lock().expect("failure note").take()
+                {
+                    Some(io) => BatchError::Io(std::io::Error::other(io)),
+                    None => BatchError::Decode(e),
+                };
             let b = ParquetRecordBatchReaderBuilder::try_new(file)
                 .map_err(|e| classify(e.to_string(), &failed))?;
             let rows = b.metadata().file_metadata().num_rows();
@@ -439,28 +498,22 @@ impl Location {
                 .with_batch_size(batch_rows)
                 .build()
                 .map_err(|e| classify(e.to_string(), &failed))?;
-            let iter = reader.map(move |r| {
-                r.map_err(|e| match failed.lock().expect("failure note").take() {
-                    // The storage failed: the ingest stops and a rerun completes it.
-                    Some(io) => blocking::BatchError::Io(std::io::Error::other(io)),
-                    // The file's own bytes do not decode: its rows are rejected.
-                    None => blocking::BatchError::Decode(e.to_string()),
-                })
-            });
+            let iter = reader.map(move |r| r.map_err(|e| classify(e.to_string(), &failed)));
             Ok((rows, Box::new(iter)))
         }
-        match self {
-            Location::Local(p) => batches(
-                std::fs::File::open(p).map_err(blocking::BatchError::Io)?,
-                Failed::default(),
+        match (&self.location, self.pinned()) {
+            (Location::Local(p), _) => batches(
+                std::fs::File::open(p).map_err(BatchError::Io)?,
+                FailureNote::default(),
                 batch_rows,
             ),
-            Location::Remote(r) => {
-                let file = blocking::RemoteFile::new(r.store.clone(), r.path.clone(), size)
-                    .map_err(|e| blocking::BatchError::Io(std::io::Error::other(e.to_string())))?;
+            (_, Some(object)) => {
+                let file = blocking::RemoteFile::new(object)
+                    .map_err(|e| BatchError::Io(std::io::Error::other(e.to_string())))?;
                 let failed = file.failed.clone();
                 batches(file, failed, batch_rows)
             }
+            (Location::Remote(_), None) => unreachable!("a remote entry is pinned"),
         }
     }
 }
@@ -494,4 +547,34 @@ fn local_files(p: &Path) -> std::io::Result<Vec<Entry>> {
     }
     out.sort_by(|a, b| a.location.as_local().cmp(&b.location.as_local()));
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remote_paths_join_and_resolve_as_local_ones_do() {
+        let url = Url::parse("s3://bkt/jobs/a/pipeline.toml").unwrap();
+        let pipeline = Location::Remote(Remote {
+            path: StorePath::from_url_path(url.path()).unwrap(),
+            url,
+            store: Arc::new(object_store::memory::InMemory::new()),
+        });
+        let resolved = |p: &str| pipeline.resolve(p).unwrap().to_string();
+        assert_eq!(resolved("corpus/albedo"), "s3://bkt/jobs/a/corpus/albedo");
+        assert_eq!(resolved("./x/../y.jsonl"), "s3://bkt/jobs/a/y.jsonl");
+        assert_eq!(resolved("../out/mix.jsonl"), "s3://bkt/jobs/out/mix.jsonl");
+        assert_eq!(resolved("/abs/x"), "/abs/x");
+        assert_eq!(pipeline.parent().unwrap().to_string(), "s3://bkt/jobs/a");
+        assert_eq!(pipeline.file_name().as_deref(), Some("pipeline.toml"));
+        assert!(pipeline
+            .parent()
+            .unwrap()
+            .same(&pipeline.resolve(".").unwrap()));
+
+        let local = Location::parse("pipeline.toml").unwrap();
+        assert_eq!(local.resolve("corpus").unwrap().to_string(), "corpus");
+        assert!(Location::parse("ftp://host/x").is_err());
+    }
 }

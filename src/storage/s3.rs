@@ -93,9 +93,13 @@ pub fn store(url: &Url) -> Result<Arc<dyn ObjectStore>, StorageError> {
             }
         }
     }
-    let other_source = ["AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI"]
-        .iter()
-        .any(|k| std::env::var_os(k).is_some())
+    let other_source = [
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    ]
+    .iter()
+    .any(|k| std::env::var_os(k).is_some())
         || truthy("AWS_SKIP_SIGNATURE");
     if !has_keys && !other_source && truthy("AWS_EC2_METADATA_DISABLED") {
         return Err(invalid(
@@ -124,6 +128,7 @@ fn register_delta_handlers() {
     ONCE.call_once(|| deltalake::aws::register_handlers(None));
 }
 
+#[derive(Clone)]
 struct ProfileCredentials {
     access_key_id: String,
     secret_access_key: String,
@@ -133,9 +138,16 @@ struct ProfileCredentials {
 /// Keys of `AWS_PROFILE` (or `default`) in the shared credentials file
 /// (`AWS_SHARED_CREDENTIALS_FILE`, default `~/.aws/credentials`).
 fn profile_credentials() -> Option<ProfileCredentials> {
+    static READ: OnceLock<Option<ProfileCredentials>> = OnceLock::new();
+    READ.get_or_init(read_profile_credentials).clone()
+}
+
+fn read_profile_credentials() -> Option<ProfileCredentials> {
     let file = std::env::var_os("AWS_SHARED_CREDENTIALS_FILE")
         .map(std::path::PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".aws/credentials")))?;
+        .or_else(|| {
+            std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".aws/credentials"))
+        })?;
     let text = std::fs::read_to_string(file).ok()?;
     let profile = std::env::var("AWS_PROFILE").unwrap_or_else(|_| "default".into());
     let keys = profile_section(&text, &profile);
@@ -156,7 +168,8 @@ fn profile_section(text: &str, profile: &str) -> HashMap<String, String> {
         }
         if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
             let name = name.trim();
-            inside = name == profile || name.strip_prefix("profile ").map(str::trim) == Some(profile);
+            inside =
+                name == profile || name.strip_prefix("profile ").map(str::trim) == Some(profile);
             continue;
         }
         if inside {
@@ -186,26 +199,43 @@ pub fn redact(text: &str) -> String {
     out
 }
 
+const ACCESS_DENIED: &str =
+    "403 access denied: check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY and the bucket's policy";
+const TIMED_OUT: &str =
+    "the server did not answer in time: TURNLAKE_S3_TIMEOUT sets the per-request limit";
+
+/// How object_store words a 403 answer (a listing's error carries no variant for it).
+const FORBIDDEN_STATUS: &str = "status code: 403 Forbidden";
+
 /// One line for a failed object-store request: the operation, the URL and
 /// what the server said, with a hint for the common permanent failures.
 pub fn describe(operation: &str, location: &str, e: &object_store::Error) -> String {
     let said = redact(&e.to_string());
-    let hint = match e {
-        object_store::Error::PermissionDenied { .. } => {
-            " (403 access denied: check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY and the bucket's policy)"
+    match hint(std::iter::once(e as &(dyn std::error::Error + 'static))) {
+        Some(hint) => format!("{operation} {location} failed ({hint}): {said}"),
+        None => format!("{operation} {location} failed: {said}"),
+    }
+}
+
+/// A hint for an error whose cause is an object-store failure that did not
+/// pass through [`describe`] (a Delta or query error wrapping it).
+pub fn hint<'a>(
+    mut chain: impl Iterator<Item = &'a (dyn std::error::Error + 'static)>,
+) -> Option<&'static str> {
+    chain.find_map(|e| {
+        let e = e.downcast_ref::<object_store::Error>()?;
+        if matches!(e, object_store::Error::PermissionDenied { .. })
+            || e.to_string().contains(FORBIDDEN_STATUS)
+        {
+            Some(ACCESS_DENIED)
+        } else if matches!(e, object_store::Error::Unauthenticated { .. }) {
+            Some("401 not authenticated: check the credentials in the environment")
+        } else if timed_out(e) {
+            Some(TIMED_OUT)
+        } else {
+            None
         }
-        object_store::Error::Unauthenticated { .. } => {
-            " (401 not authenticated: check the credentials in the environment)"
-        }
-        _ if said.contains("403") => {
-            " (403 access denied: check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY and the bucket's policy)"
-        }
-        _ if timed_out(e) => {
-            " (the server did not answer in time: TURNLAKE_S3_TIMEOUT sets the per-request limit)"
-        }
-        _ => "",
-    };
-    format!("{operation} {location} failed{hint}: {said}")
+    })
 }
 
 /// Whether a request failed because the server did not answer in time.
@@ -248,6 +278,9 @@ mod tests {
             source: "Server returned 403 Forbidden".into(),
         };
         let line = describe("PUT", "s3://b/k", &e);
-        assert!(line.starts_with("PUT s3://b/k failed (403 access denied"), "{line}");
+        assert!(
+            line.starts_with("PUT s3://b/k failed (403 access denied"),
+            "{line}"
+        );
     }
 }
