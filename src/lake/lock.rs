@@ -1,7 +1,11 @@
 //! One writer at a time: `_turnlake/lock`, created with put-if-absent.
 //!
 //! A second writer waits while the holder is alive and takes over a lock
-//! whose holder died on this host (a killed process leaves its lock behind).
+//! whose holder died on this host (a killed process leaves its lock behind)
+//! or whose lease ran out: a holder rewrites its lock every quarter lease
+//! (`TURNLAKE_LOCK_LEASE` seconds, default 120), so a lock that another
+//! machine's writer stopped renewing is taken over after one lease, timed on
+//! the waiter's own clock (no clocks are compared across machines).
 //! The lock is what makes recovery safe: under it, every table version newer
 //! than the latest lake commit belongs to a writer that is gone.
 
@@ -19,6 +23,17 @@ use super::{LakeError, LakeResult};
 /// How long a writer waits for a live holder before giving up.
 pub const WAIT: Duration = Duration::from_secs(600);
 const POLL: Duration = Duration::from_millis(200);
+const DEFAULT_LEASE_SECS: f64 = 120.0;
+
+/// How long a lock may go unrenewed before a waiter takes it over.
+fn lease() -> Duration {
+    let secs = std::env::var("TURNLAKE_LOCK_LEASE")
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| *s > 0.0)
+        .unwrap_or(DEFAULT_LEASE_SECS);
+    Duration::from_secs_f64(secs)
+}
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Holder {
@@ -26,6 +41,9 @@ pub struct Holder {
     pub host: String,
     pub command: String,
     pub since: String,
+    /// How many times the holder renewed its lease.
+    #[serde(default)]
+    pub renewed: u64,
 }
 
 impl Holder {
@@ -35,6 +53,7 @@ impl Holder {
             host: hostname(),
             command: command.to_string(),
             since: now_rfc3339(),
+            renewed: 0,
         }
     }
 
@@ -71,6 +90,47 @@ pub struct WriterLock {
     store: Arc<dyn ObjectStore>,
     path: StorePath,
     released: bool,
+    renewer: tokio::task::JoinHandle<()>,
+    lost: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// Rewrite the lock every quarter lease while it is held; if another writer
+/// took it over (the conditional rewrite fails), say it was lost.
+fn renew(
+    store: Arc<dyn ObjectStore>,
+    path: StorePath,
+    mut holder: Holder,
+    mut etag: Option<String>,
+    lost: Arc<std::sync::atomic::AtomicBool>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut conditional = true;
+        loop {
+            tokio::time::sleep(lease() / 4).await;
+            holder.renewed += 1;
+            let body = PutPayload::from(serde_json::to_vec(&holder).expect("a holder serializes"));
+            let mode = match (&etag, conditional) {
+                (Some(e), true) => PutMode::Update(object_store::UpdateVersion {
+                    e_tag: Some(e.clone()),
+                    version: None,
+                }),
+                _ => PutMode::Overwrite,
+            };
+            match store.put_opts(&path, body, mode.into()).await {
+                Ok(r) => etag = r.e_tag,
+                // A store without conditional updates (a local folder, where
+                // a dead holder is found by its process) is rewritten as is.
+                Err(object_store::Error::NotImplemented { .. }) => conditional = false,
+                Err(object_store::Error::Precondition { .. })
+                | Err(object_store::Error::NotFound { .. }) => {
+                    lost.store(true, std::sync::atomic::Ordering::SeqCst);
+                    return;
+                }
+                // A transient failure: the next round tries again.
+                Err(_) => {}
+            }
+        }
+    })
 }
 
 impl WriterLock {
@@ -81,7 +141,10 @@ impl WriterLock {
         command: &str,
     ) -> LakeResult<WriterLock> {
         let path = root_prefix.clone().join(META_DIR).join("lock");
-        let me = serde_json::to_vec(&Holder::me(command)).expect("a holder serializes");
+        let holder = Holder::me(command);
+        let me = serde_json::to_vec(&holder).expect("a holder serializes");
+        // The lock as last seen and since when it has not changed.
+        let mut watched: Option<(Option<String>, Instant)> = None;
         let err = |reason: String| LakeError::Log {
             root: root.to_string(),
             reason,
@@ -96,12 +159,17 @@ impl WriterLock {
                 .put_opts(&path, PutPayload::from(me.clone()), opts)
                 .await
             {
-                Ok(_) => {
+                Ok(put) => {
+                    let lost = Arc::new(std::sync::atomic::AtomicBool::new(false));
+                    let renewer =
+                        renew(store.clone(), path.clone(), holder, put.e_tag, lost.clone());
                     return Ok(WriterLock {
                         store,
                         path,
                         released: false,
-                    })
+                        renewer,
+                        lost,
+                    });
                 }
                 Err(object_store::Error::AlreadyExists { .. }) => {}
                 Err(e) => {
@@ -112,12 +180,16 @@ impl WriterLock {
                     )))
                 }
             }
-            let holder: Option<Holder> = match store.get(&path).await {
-                Ok(r) => r
-                    .bytes()
-                    .await
-                    .ok()
-                    .and_then(|b| serde_json::from_slice(&b).ok()),
+            let (holder, etag): (Option<Holder>, Option<String>) = match store.get(&path).await {
+                Ok(r) => {
+                    let etag = r.meta.e_tag.clone();
+                    let holder = r
+                        .bytes()
+                        .await
+                        .ok()
+                        .and_then(|b| serde_json::from_slice(&b).ok());
+                    (holder, etag)
+                }
                 Err(object_store::Error::NotFound { .. }) => continue,
                 Err(e) => {
                     return Err(err(describe(
@@ -127,8 +199,16 @@ impl WriterLock {
                     )))
                 }
             };
+            let unrenewed = match &watched {
+                Some((seen, since)) if *seen == etag => since.elapsed(),
+                _ => {
+                    watched = Some((etag, Instant::now()));
+                    Duration::ZERO
+                }
+            };
+            let expired = unrenewed > lease();
             match holder {
-                Some(h) if h.is_stale() => {
+                Some(h) if h.is_stale() || expired => {
                     // Of several writers finding the same dead holder, exactly one
                     // (the one that creates this marker) removes its lock.
                     let marker = root_prefix.clone().join(META_DIR).join(format!(
@@ -161,6 +241,11 @@ impl WriterLock {
                         ),
                     })
                 }
+                None if expired => {
+                    // An unreadable lock nobody renews: remove it.
+                    let _ = store.delete(&path).await;
+                    watched = None;
+                }
                 None if started.elapsed() > WAIT => {
                     return Err(LakeError::Busy {
                         root: root.to_string(),
@@ -190,8 +275,15 @@ pub async fn force_unlock(
 }
 
 impl WriterLock {
+    /// Whether another writer took the lock over (this one stopped renewing
+    /// it for longer than a lease): it must not commit.
+    pub fn is_lost(&self) -> bool {
+        self.lost.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     pub async fn release(mut self) -> LakeResult<()> {
         self.released = true;
+        self.renewer.abort();
         self.store
             .delete(&self.path)
             .await
@@ -204,6 +296,7 @@ impl WriterLock {
 
 impl Drop for WriterLock {
     fn drop(&mut self) {
+        self.renewer.abort();
         if !self.released {
             // An error path: release without waiting (best effort; a stale lock
             // of a dead process is taken over by the next writer anyway).

@@ -62,6 +62,8 @@ pub enum LakeError {
     AsOf { root: String, reason: String },
     #[error("the lake is opened --as-of an earlier commit: it can be read, not written")]
     ReadOnly,
+    #[error("lake {root}: this writer stopped renewing its lock for longer than its lease and another writer took it over; nothing more is committed (run the command again)")]
+    LockLost { root: String },
 }
 
 pub type LakeResult<T> = Result<T, LakeError>;
@@ -619,6 +621,11 @@ impl Writer {
             turnlake: env!("CARGO_PKG_VERSION").to_string(),
         };
         crate::failpoint::hit("before-lake-commit");
+        if self.lock.as_ref().is_some_and(|l| l.is_lost()) {
+            return Err(LakeError::LockLost {
+                root: self.lake.root.to_string(),
+            });
+        }
         log.write(&commit).await?;
         *self.lake.view.lock().expect("view lock") = Some(View {
             tables: commit.tables.clone(),

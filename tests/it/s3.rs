@@ -574,3 +574,102 @@ fn a_server_stopped_mid_albedo_ingest_leaves_the_last_lake_commit_and_a_rerun_co
 fn a_server_stopped_mid_parquet_ingest_leaves_the_last_lake_commit_and_a_rerun_completes() {
     stop_mid_ingest("mini-coder", "mini-coder", (0, 0, 80, 0));
 }
+
+#[test]
+fn a_lock_another_machine_stopped_renewing_is_taken_over_after_its_lease_and_a_live_one_is_not() {
+    let server = S3Server::start();
+    copy_dir(
+        &fixtures().join("mswea"),
+        &server.bucket_dir().join("mswea"),
+    );
+    let corpus = tempfile::tempdir().unwrap();
+    synth_corpus(corpus.path(), 9, (3, 10, 0, 0), None);
+    copy_dir(
+        &corpus.path().join("albedo"),
+        &server.bucket_dir().join("albedo"),
+    );
+    let lake = s3_url("lake");
+    let ingest = |kind: &str| {
+        let mut c = server.turnlake();
+        c.env("TURNLAKE_LOCK_LEASE", "1")
+            .args(["--lake", &lake, "ingest", kind, &s3_url(kind)]);
+        c
+    };
+    ok(ingest("mswea").output().unwrap());
+
+    // A writer on another machine died holding the lock: after one lease
+    // without a renewal the next writer takes it over.
+    let lock = server.bucket_dir().join("lake/_turnlake/lock");
+    let elsewhere = serde_json::json!({"pid": 1, "host": "elsewhere", "command": "credit", "since": "2026-01-01T00:00:00.000Z"});
+    std::fs::write(&lock, elsewhere.to_string()).unwrap();
+    let started = Instant::now();
+    ok(ingest("albedo").output().unwrap());
+    assert!(started.elapsed() >= Duration::from_secs(1));
+    assert!(!lock.exists());
+
+    // A live writer renews its lock: a second writer waits for it however
+    // long it takes, and both land.
+    let reference = tempfile::tempdir().unwrap();
+    let rlake = reference.path().join("lake");
+    ok(run(
+        &rlake,
+        &[
+            "ingest",
+            "albedo",
+            corpus.path().join("albedo").to_str().unwrap(),
+        ],
+    ));
+    ok(run(
+        &rlake,
+        &[
+            "ingest",
+            "mswea",
+            fixtures().join("mswea").to_str().unwrap(),
+        ],
+    ));
+    let fresh = s3_url("fresh");
+    let spawn = |kind: &str| {
+        let mut c = server.turnlake();
+        c.env("TURNLAKE_LOCK_LEASE", "0.5")
+            .args(["--lake", &fresh, "ingest", kind, &s3_url(kind)])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c.spawn().unwrap()
+    };
+    let first = spawn("albedo");
+    let fresh_lock = server.bucket_dir().join("fresh/_turnlake/lock");
+    let waited = Instant::now();
+    while !fresh_lock.exists() {
+        assert!(waited.elapsed() < Duration::from_secs(60));
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let second = spawn("mswea");
+    for child in [first, second] {
+        let o = child.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    // The holder outlived several leases: only its renewals kept the lock,
+    // so the lake log holds each writer's commits together, never A B A.
+    assert!(waited.elapsed() > Duration::from_millis(1500), "{:?}", waited.elapsed());
+    let commands: Vec<String> = files_under(&server.bucket_dir().join("fresh/_turnlake/log"))
+        .iter()
+        .map(|f| {
+            let c: serde_json::Value = serde_json::from_slice(&std::fs::read(f).unwrap()).unwrap();
+            c["command"].as_str().unwrap().to_string()
+        })
+        .collect();
+    let mut runs = commands.clone();
+    runs.dedup();
+    let mut distinct = runs.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(runs.len(), distinct.len(), "interleaved writers: {commands:?}");
+    let digest = "SELECT count(*), md5(string_agg(turn_sha, ',' ORDER BY turn_sha)) FROM turns";
+    let o = ok(server
+        .turnlake()
+        .args(["--lake", &fresh, "sql", digest, "--format", "csv"])
+        .output()
+        .unwrap());
+    let r = run(&rlake, &["sql", digest, "--format", "csv"]);
+    assert_eq!(stdout(&o), stdout(&r));
+}
