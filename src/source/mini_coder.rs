@@ -8,6 +8,7 @@ use arrow::array::{Array, AsArray, GenericListArray, OffsetSizeTrait, StringArra
 use arrow::compute::cast;
 use arrow::datatypes::DataType;
 use arrow::record_batch::RecordBatch;
+use rayon::prelude::*;
 use serde_json::Value;
 
 use crate::storage::blocking::BatchError;
@@ -34,26 +35,44 @@ pub fn read_file(
     if path.file_name().is_some_and(|n| n.ends_with(".parquet")) {
         return read_parquet(file, progress, emit);
     }
-    for_each_line(file.open_blocking()?, |line, raw| {
-        match parse_record(raw)
-            .and_then(|v| from_json(&v, path, line))
-            .and_then(|t| derive_checked(&t))
-        {
-            Ok(rows) => emit(Record::Unit(Unit {
-                trajectories: vec![rows],
-                ..Default::default()
-            })),
-            Err(e) => emit(reject(
-                SOURCE,
-                path,
-                Some(line),
-                Some(&e.field).filter(|f| !f.is_empty()).map(|s| s.as_str()),
-                e.reason,
-                raw,
-            )),
+    // Lines are parsed and derived a chunk at a time on every core, then
+    // emitted in file order.
+    let mut chunk: Vec<(i64, Vec<u8>)> = Vec::with_capacity(BATCH_ROWS);
+    let mut flush = |chunk: &mut Vec<(i64, Vec<u8>)>| {
+        let derived: Vec<_> = chunk
+            .par_iter()
+            .map(|(line, raw)| {
+                parse_record(raw)
+                    .and_then(|v| from_json(&v, path, *line))
+                    .and_then(|t| derive_checked(&t))
+            })
+            .collect();
+        for ((line, raw), d) in chunk.drain(..).zip(derived) {
+            match d {
+                Ok(rows) => emit(Record::Unit(Unit {
+                    trajectories: vec![rows],
+                    ..Default::default()
+                })),
+                Err(e) => emit(reject(
+                    SOURCE,
+                    path,
+                    Some(line),
+                    Some(&e.field).filter(|f| !f.is_empty()).map(|s| s.as_str()),
+                    e.reason,
+                    &raw,
+                )),
+            }
+            progress(raw.len() as u64 + 1);
         }
-        progress(raw.len() as u64 + 1);
-    })
+    };
+    for_each_line(file.open_blocking()?, |line, raw| {
+        chunk.push((line, raw.to_vec()));
+        if chunk.len() >= BATCH_ROWS {
+            flush(&mut chunk);
+        }
+    })?;
+    flush(&mut chunk);
+    Ok(())
 }
 
 fn read_parquet(
@@ -99,13 +118,21 @@ fn read_parquet(
             }
         };
         let per_row = size / total_rows.max(1) as u64;
-        for (i, parsed) in rows_of(&batch).into_iter().enumerate() {
-            let line = row + i as i64 + 1;
-            let derived = parsed.and_then(|r| {
-                let instance = r.instance_id.clone().unwrap_or_default();
-                r.into_trajectory(path, line)
-                    .and_then(|t| derive_checked(&t).map_err(|e| (e, instance)))
-            });
+        // Rows are decoded and derived on every core, then emitted in order.
+        let derived: Vec<_> = rows_of(&batch)
+            .into_par_iter()
+            .enumerate()
+            .map(|(i, parsed)| {
+                let line = row + i as i64 + 1;
+                let derived = parsed.and_then(|r| {
+                    let instance = r.instance_id.clone().unwrap_or_default();
+                    r.into_trajectory(path, line)
+                        .and_then(|t| derive_checked(&t).map_err(|e| (e, instance)))
+                });
+                (line, derived)
+            })
+            .collect();
+        for (line, derived) in derived {
             match derived {
                 Ok(rows) => emit(Record::Unit(Unit {
                     trajectories: vec![rows],
@@ -248,12 +275,22 @@ fn rows_of(batch: &RecordBatch) -> Vec<RowResult> {
         .and_then(|c| cast(c, &DataType::Boolean).ok())
         .map(|c| c.as_boolean().clone());
     let messages = batch.column_by_name("messages");
+    // A JSON-text column, as one Utf8 array (cast once, not per row).
+    let text = messages
+        .filter(|c| {
+            matches!(
+                c.data_type(),
+                DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+            )
+        })
+        .map(|c| cast(c, &DataType::Utf8).expect("string cast"));
     let get = |a: &Option<StringArray>, i: usize| {
         a.as_ref()
             .filter(|a| a.is_valid(i))
             .map(|a| a.value(i).to_string())
     };
     (0..n)
+        .into_par_iter()
         .map(|i| {
             let msgs = match messages.map(|c| c.data_type()) {
                 None => Err(FieldError::new("messages", "column missing")),
@@ -261,7 +298,7 @@ fn rows_of(batch: &RecordBatch) -> Vec<RowResult> {
                     Err(FieldError::new("messages", "null"))
                 }
                 Some(DataType::Utf8) | Some(DataType::LargeUtf8) | Some(DataType::Utf8View) => {
-                    let s = cast(messages.unwrap(), &DataType::Utf8).expect("string cast");
+                    let s = text.as_ref().expect("cast above");
                     messages_from_json_text(s.as_string::<i32>().value(i))
                 }
                 Some(DataType::List(_)) => struct_messages(messages.unwrap().as_list::<i32>(), i),

@@ -650,7 +650,11 @@ fn a_lock_another_machine_stopped_renewing_is_taken_over_after_its_lease_and_a_l
     }
     // The holder outlived several leases: only its renewals kept the lock,
     // so the lake log holds each writer's commits together, never A B A.
-    assert!(waited.elapsed() > Duration::from_millis(1500), "{:?}", waited.elapsed());
+    assert!(
+        waited.elapsed() > Duration::from_millis(1500),
+        "{:?}",
+        waited.elapsed()
+    );
     let commands: Vec<String> = files_under(&server.bucket_dir().join("fresh/_turnlake/log"))
         .iter()
         .map(|f| {
@@ -663,7 +667,11 @@ fn a_lock_another_machine_stopped_renewing_is_taken_over_after_its_lease_and_a_l
     let mut distinct = runs.clone();
     distinct.sort();
     distinct.dedup();
-    assert_eq!(runs.len(), distinct.len(), "interleaved writers: {commands:?}");
+    assert_eq!(
+        runs.len(),
+        distinct.len(),
+        "interleaved writers: {commands:?}"
+    );
     let digest = "SELECT count(*), md5(string_agg(turn_sha, ',' ORDER BY turn_sha)) FROM turns";
     let o = ok(server
         .turnlake()
