@@ -2,6 +2,7 @@
 //! `scoring-results.jsonl`. One eval run is the unit of re-ingest: its
 //! `run_sha` (over the three files) says whether the lake already holds it.
 
+use rayon::prelude::*;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};
@@ -23,6 +24,8 @@ pub const SIDES: [(&str, &str, &str); 2] = [
 const GENERATED: &str = "generated-samples.jsonl";
 const SCORING: &str = "scoring-results.jsonl";
 const VERDICT: &str = "verdict.json";
+/// Generated samples derived together on every core (a line can be 300 KB).
+const SAMPLE_CHUNK: usize = 64;
 /// The files of an eval-run folder.
 pub const ARTIFACTS: [&str; 3] = [VERDICT, GENERATED, SCORING];
 
@@ -371,39 +374,14 @@ pub fn read_run(
 
     let mut seen_samples: HashMap<String, i64> = HashMap::new();
     if let Some(a) = &generated {
-        records(a, |line, bytes| {
-            let sample = parse_record(bytes).and_then(|v| {
+        // Samples are parsed and derived a chunk at a time on every core;
+        // duplicates are found and records emitted in file order.
+        let derive_sample = |bytes: &[u8], line: i64| {
+            let (sample_id, v) = parse_record(bytes).and_then(|v| {
                 let id = req_str(&v, "sample_id", "")?;
                 Ok((id, v))
-            });
-            let (sample_id, v) = match sample {
-                Ok(x) => x,
-                Err(e) => {
-                    let field = Some(e.field.as_str()).filter(|f| !f.is_empty());
-                    emit(reject(
-                        SOURCE,
-                        &a.location,
-                        Some(line),
-                        field,
-                        e.reason,
-                        bytes,
-                    ));
-                    return;
-                }
-            };
-            if let Some(first) = seen_samples.get(&sample_id) {
-                emit(reject(
-                    SOURCE,
-                    &a.location,
-                    Some(line),
-                    Some("sample_id"),
-                    format!("duplicate sample_id {sample_id:?} (first at line {first})"),
-                    bytes,
-                ));
-                return;
-            }
-            seen_samples.insert(sample_id.clone(), line);
-            match sides(
+            })?;
+            let sides = sides(
                 &v,
                 &eval_run_id,
                 &sample_id,
@@ -416,21 +394,66 @@ pub fn read_run(
                     .iter()
                     .map(derive_checked)
                     .collect::<FieldResult<Vec<_>>>()
-            }) {
-                Ok(trajectories) => emit(Record::Unit(Unit {
-                    trajectories,
-                    ..Default::default()
-                })),
-                Err(e) => emit(reject(
-                    SOURCE,
-                    &a.location,
-                    Some(line),
-                    Some(&e.field),
-                    e.reason,
-                    bytes,
-                )),
+            });
+            Ok::<_, FieldError>((sample_id, sides))
+        };
+        let mut chunk: Vec<(i64, Vec<u8>)> = Vec::with_capacity(SAMPLE_CHUNK);
+        let mut flush = |chunk: &mut Vec<(i64, Vec<u8>)>| {
+            let done: Vec<_> = chunk
+                .par_iter()
+                .map(|(line, bytes)| derive_sample(bytes, *line))
+                .collect();
+            for ((line, bytes), sample) in chunk.drain(..).zip(done) {
+                let (sample_id, sides) = match sample {
+                    Ok(x) => x,
+                    Err(e) => {
+                        let field = Some(e.field.as_str()).filter(|f| !f.is_empty());
+                        emit(reject(
+                            SOURCE,
+                            &a.location,
+                            Some(line),
+                            field,
+                            e.reason,
+                            &bytes,
+                        ));
+                        continue;
+                    }
+                };
+                if let Some(first) = seen_samples.get(&sample_id) {
+                    emit(reject(
+                        SOURCE,
+                        &a.location,
+                        Some(line),
+                        Some("sample_id"),
+                        format!("duplicate sample_id {sample_id:?} (first at line {first})"),
+                        &bytes,
+                    ));
+                    continue;
+                }
+                seen_samples.insert(sample_id, line);
+                match sides {
+                    Ok(trajectories) => emit(Record::Unit(Unit {
+                        trajectories,
+                        ..Default::default()
+                    })),
+                    Err(e) => emit(reject(
+                        SOURCE,
+                        &a.location,
+                        Some(line),
+                        Some(&e.field),
+                        e.reason,
+                        &bytes,
+                    )),
+                }
+            }
+        };
+        records(a, |line, bytes| {
+            chunk.push((line, bytes.to_vec()));
+            if chunk.len() >= SAMPLE_CHUNK {
+                flush(&mut chunk);
             }
         })?;
+        flush(&mut chunk);
     }
 
     if let Some(a) = &scoring {
