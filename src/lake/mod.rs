@@ -278,11 +278,30 @@ impl Lake {
     }
 
     /// Each table's newest Delta version, committed to the lake or not.
+    /// One listing of each table's `_delta_log/` (its newest commit file
+    /// names the version), not a table load: on S3 a load is several requests.
     async fn newest_versions(&self) -> LakeResult<BTreeMap<String, u64>> {
+        use futures::TryStreamExt;
+        let (store, prefix) = self.store()?;
         let mut out = BTreeMap::new();
         for name in self.table_names().await? {
-            if let Some(t) = self.newest(&name).await? {
-                out.insert(name, t.version().unwrap_or(0));
+            let dir = prefix.clone().join(name.as_str()).join("_delta_log");
+            let listed: Vec<object_store::ObjectMeta> = store
+                .list(Some(&dir))
+                .try_collect()
+                .await
+                .map_err(|error| LakeError::List {
+                    root: self.table_url(&name).to_string(),
+                    error,
+                })?;
+            let newest = listed
+                .iter()
+                .filter_map(|m| m.location.filename()?.strip_suffix(".json"))
+                .filter(|n| n.len() == 20)
+                .filter_map(|n| n.parse::<u64>().ok())
+                .max();
+            if let Some(v) = newest {
+                out.insert(name, v);
             }
         }
         Ok(out)
