@@ -9,21 +9,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-20}; SAMPLES=${2:-100}; MINI=${3:-20000}; WORK=${4:-$(mktemp -d)}
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/turnlake-target}"
-PROFILE=${PROFILE:-release}
-if [ -z "${BIN:-}" ]; then
-  if [ "$PROFILE" = release ]; then cargo build --release --quiet; else cargo build --quiet; fi
-  BIN="$CARGO_TARGET_DIR/$PROFILE/turnlake"
-fi
-mkdir -p "$WORK"; rm -rf "$WORK/corpus" "$WORK/lake"
+. bench/common.sh
 LAKE="$WORK/lake"
-phase() {
-  local name=$1; shift
-  local log="$WORK/$name.time"
-  /usr/bin/time -f "%e %M" -o "$log" "$@" > "$WORK/$name.out"
-  read -r secs kb < "$log"
-  echo "$name: ${secs}s wall, peak RSS $((kb / 1024)) MiB"
-}
 phase synth "$BIN" synth --out "$WORK/corpus" --seed 1 --eval-runs "$RUNS" --samples-per-run "$SAMPLES" --mini-coder "$MINI" --mswea 0
 phase ingest_albedo "$BIN" --lake "$LAKE" ingest albedo "$WORK/corpus/albedo"
 phase ingest_mini_coder "$BIN" --lake "$LAKE" ingest mini-coder "$WORK/corpus/mini-coder"

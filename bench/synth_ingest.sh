@@ -2,23 +2,13 @@
 # Benchmark (not a test): generate a synthetic corpus and ingest it, printing
 # wall time, throughput and peak memory per phase.
 # Usage: bench/synth_ingest.sh [EVAL_RUNS] [SAMPLES_PER_RUN] [MINI_CODER] [WORKDIR]
-# The reference scale is 200 100 396382. PROFILE=debug reuses the test build.
+# The reference scale is 200 100 396382. PROFILE=debug reuses the test build;
+# BIN=path runs that binary instead of building one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-20}; SAMPLES=${2:-100}; MINI=${3:-20000}; WORK=${4:-$(mktemp -d)}
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/turnlake-target}"
-PROFILE=${PROFILE:-release}
-if [ "$PROFILE" = release ]; then cargo build --release --quiet; else cargo build --quiet; fi
-BIN="$CARGO_TARGET_DIR/$PROFILE/turnlake"
-mkdir -p "$WORK"; rm -rf "$WORK/corpus" "$WORK/lake"
-phase() {
-  local name=$1; shift
-  local log="$WORK/$name.time"
-  /usr/bin/time -f "%e %M" -o "$log" "$@" > "$WORK/$name.out"
-  read -r secs kb < "$log"
-  echo "$name: ${secs}s wall, peak RSS $((kb / 1024)) MiB"
-  tail -n 3 "$WORK/$name.out" | sed 's/^/    /'
-}
+PHASE_TAIL=3
+. bench/common.sh
 phase synth "$BIN" synth --out "$WORK/corpus" --seed 1 --eval-runs "$RUNS" --samples-per-run "$SAMPLES" --mini-coder "$MINI" --mswea 0
 albedo_mb=$(du -sm "$WORK/corpus/albedo" | cut -f1); mini_mb=$(du -sm "$WORK/corpus/mini-coder" | cut -f1)
 phase ingest_albedo "$BIN" --lake "$WORK/lake" ingest albedo "$WORK/corpus/albedo"

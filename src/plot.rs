@@ -40,6 +40,21 @@ fn register_font() {
 
 type PlotResult = Result<(), Box<dyn std::error::Error>>;
 
+/// Draw the legend box and write the image.
+fn finish<'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, BitMapBackend<'a>, CT>,
+    root: &DrawingArea<BitMapBackend<'a>, plotters::coord::Shift>,
+) -> PlotResult {
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
 /// Mean credit by command kind, bars labelled with % earning; the
 /// reference's figure is a black mark across the bars it publishes.
 pub fn credit_by_kind(report: &Report, path: &Path) -> PlotResult {
@@ -124,14 +139,7 @@ pub fn credit_by_kind(report: &Report, path: &Path) -> PlotResult {
             ("sans-serif", 12),
         )
     }))?;
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 14))
-        .draw()?;
-    root.present()?;
-    Ok(())
+    finish(&mut chart, &root)
 }
 
 /// Mean credit and % earning by turn index.
@@ -188,12 +196,5 @@ pub fn credit_by_turn(report: &Report, path: &Path) -> PlotResult {
         )?
         .label("reference mean credit")
         .legend(|(x, y)| Circle::new((x + 10, y), 5, BLACK.filled()));
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 14))
-        .draw()?;
-    root.present()?;
-    Ok(())
+    finish(&mut chart, &root)
 }

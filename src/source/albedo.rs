@@ -103,7 +103,6 @@ pub async fn run_folders(paths: &[Location]) -> StorageResult<Vec<RunFolder>> {
 
 /// An artifact as a first streaming pass found it.
 struct Artifact {
-    location: Location,
     /// The listed object: the second pass reads the version the first hashed.
     entry: Entry,
     sha: String,
@@ -121,7 +120,6 @@ fn scan(entry: Option<&Entry>) -> std::io::Result<Option<Artifact>> {
     };
     for_each_line(&mut reader, |_, _| records += 1)?;
     Ok(Some(Artifact {
-        location: entry.location.clone(),
         entry: entry.clone(),
         sha: hex::encode(h.finalize()),
         records,
@@ -177,7 +175,6 @@ pub fn read_run(
         .as_ref()
         .zip(run.artifacts.get(VERDICT))
         .map(|(bytes, e)| Artifact {
-            location: e.location.clone(),
             entry: e.clone(),
             sha: hex::encode(Sha256::digest(bytes)),
             records: 1,
@@ -220,7 +217,7 @@ pub fn read_run(
         Err(reason) => {
             let v = verdict_file.as_ref().expect("a parse error implies a file");
             let bytes = verdict_bytes.as_deref().unwrap_or_default();
-            emit(reject(SOURCE, &v.location, None, None, reason, bytes));
+            emit(reject(SOURCE, &v.entry.location, None, None, reason, bytes));
             None
         }
     };
@@ -257,7 +254,7 @@ pub fn read_run(
             if !a.sha.eq_ignore_ascii_case(w) {
                 mismatches.push(format!(
                     "{}: sha256 mismatch: verdict.json records {w}, the file hashes to {}",
-                    a.location, a.sha
+                    a.entry.location, a.sha
                 ));
             }
         }
@@ -272,7 +269,7 @@ pub fn read_run(
             records(a, |line, bytes| {
                 emit(reject(
                     SOURCE,
-                    &a.location,
+                    &a.entry.location,
                     Some(line),
                     Some("sha256"),
                     reason.clone(),
@@ -283,7 +280,7 @@ pub fn read_run(
         if let (Some(v), Some(_)) = (&verdict_file, &verdict) {
             emit(reject(
                 SOURCE,
-                &v.location,
+                &v.entry.location,
                 None,
                 Some("sha256"),
                 reason,
@@ -346,7 +343,7 @@ pub fn read_run(
             match parsed {
                 Err(e) => emit(reject(
                     SOURCE,
-                    &a.location,
+                    &a.entry.location,
                     Some(line),
                     Some(&e.field).filter(|f| !f.is_empty()).map(|s| s.as_str()),
                     e.reason,
@@ -356,7 +353,7 @@ pub fn read_run(
                     let first = scores[&id].0;
                     emit(reject(
                         SOURCE,
-                        &a.location,
+                        &a.entry.location,
                         Some(line),
                         Some("sample_id"),
                         format!("duplicate sample_id {id:?} (first at line {first})"),
@@ -386,7 +383,7 @@ pub fn read_run(
                 &eval_run_id,
                 &sample_id,
                 scores.get(&sample_id).map(|(_, s, _)| s),
-                &a.location,
+                &a.entry.location,
                 line,
             )
             .and_then(|sides| {
@@ -410,7 +407,7 @@ pub fn read_run(
                         let field = Some(e.field.as_str()).filter(|f| !f.is_empty());
                         emit(reject(
                             SOURCE,
-                            &a.location,
+                            &a.entry.location,
                             Some(line),
                             field,
                             e.reason,
@@ -422,7 +419,7 @@ pub fn read_run(
                 if let Some(first) = seen_samples.get(&sample_id) {
                     emit(reject(
                         SOURCE,
-                        &a.location,
+                        &a.entry.location,
                         Some(line),
                         Some("sample_id"),
                         format!("duplicate sample_id {sample_id:?} (first at line {first})"),
@@ -438,7 +435,7 @@ pub fn read_run(
                     })),
                     Err(e) => emit(reject(
                         SOURCE,
-                        &a.location,
+                        &a.entry.location,
                         Some(line),
                         Some(&e.field),
                         e.reason,
@@ -471,7 +468,7 @@ pub fn read_run(
                 })),
                 Err(e) => emit(reject(
                     SOURCE,
-                    &a.location,
+                    &a.entry.location,
                     Some(*line),
                     Some(&e.field),
                     e.reason,

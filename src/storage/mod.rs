@@ -24,13 +24,13 @@ pub enum StorageError {
     Invalid { location: String, reason: String },
     #[error("{location}: no such file or folder")]
     NotFound { location: String },
-    /// An object-store request that failed: the URL, the operation and what the server said.
-    #[error("{}", s3::describe(.operation, .location, .source))]
+    /// An object-store request that failed: the URL, the operation and what
+    /// the server said (the whole of it, so the error is not chained again).
+    #[error("{}", s3::describe(.operation, .location, .error))]
     Store {
         operation: &'static str,
         location: String,
-        #[source]
-        source: object_store::Error,
+        error: object_store::Error,
     },
     #[error("{location}: {operation}")]
     Io {
@@ -67,10 +67,10 @@ pub fn store_for(url: &Url) -> StorageResult<(Arc<dyn ObjectStore>, StorePath)> 
         }
         _ => object_store::parse_url(url)
             .map(|(s, p)| (Arc::from(s), p))
-            .map_err(|source| StorageError::Store {
+            .map_err(|error| StorageError::Store {
                 operation: "opening",
                 location: url.to_string(),
-                source,
+                error,
             }),
     }
 }
@@ -268,10 +268,10 @@ impl Location {
             object_store::Error::NotFound { .. } => StorageError::NotFound {
                 location: self.to_string(),
             },
-            source => StorageError::Store {
+            error => StorageError::Store {
                 operation,
                 location: self.to_string(),
-                source,
+                error,
             },
         }
     }
