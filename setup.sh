@@ -3,8 +3,12 @@
 # the build and the tests need beyond cargo's own dependencies, and does
 # nothing when it is already there.
 #
+#   cmake, libclang-dev   Debian packages xgboost-rs-sys needs to build the
+#                   bundled XGBoost and generate its bindings (the scorer)
 #   s3s-fs 0.14.1   a local S3-compatible server the S3 tests start on
 #                   loopback (0.15+ needs a newer rustc than this toolchain)
+#   pyarrow         in a Python venv ($TOOLS/py): the verl export test reads
+#                   the written Parquet back the way verl's datasets do
 #
 # Tools go to TURNLAKE_TOOLS (default ~/.cache/turnlake-tools); the tests
 # find them there.
@@ -12,10 +16,31 @@ set -euo pipefail
 
 TOOLS="${TURNLAKE_TOOLS:-$HOME/.cache/turnlake-tools}"
 S3S_FS_VERSION=0.14.1
+PYARROW_VERSION=17.0.0
+DEBIAN_PACKAGES=(cmake libclang-dev g++)
+
+missing=()
+for package in "${DEBIAN_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "ok installed" || missing+=("$package")
+done
+if ((${#missing[@]})); then
+    echo "setup: installing Debian packages: ${missing[*]}" >&2
+    as_root=()
+    [[ $(id -u) -eq 0 ]] || as_root=(sudo)
+    export DEBIAN_FRONTEND=noninteractive
+    "${as_root[@]}" apt-get install -y --no-install-recommends "${missing[@]}" \
+        || { "${as_root[@]}" apt-get update && "${as_root[@]}" apt-get install -y --no-install-recommends "${missing[@]}"; }
+fi
 
 if ! "$TOOLS/bin/s3s-fs" --version 2>/dev/null | grep -qF "$S3S_FS_VERSION"; then
     echo "setup: installing s3s-fs $S3S_FS_VERSION into $TOOLS (once; a few minutes)" >&2
     cargo install "s3s-fs@$S3S_FS_VERSION" --features binary --locked --root "$TOOLS" \
         --target-dir "$TOOLS/target"
     rm -rf "$TOOLS/target"
+fi
+
+if ! "$TOOLS/py/bin/python" -c "import pyarrow, sys; sys.exit(pyarrow.__version__ != '$PYARROW_VERSION')" 2>/dev/null; then
+    echo "setup: installing pyarrow $PYARROW_VERSION into $TOOLS/py (once)" >&2
+    python3 -m venv "$TOOLS/py"
+    "$TOOLS/py/bin/pip" install --quiet --disable-pip-version-check "pyarrow==$PYARROW_VERSION"
 fi

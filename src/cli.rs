@@ -52,6 +52,11 @@ pub enum Command {
     },
     /// One trajectory turn by turn: kinds, observations, repeats, credit, citing questions, product rows.
     Show(cmd::show::ShowArgs),
+    /// The judge-free local scorer: features, fit, held-out evaluation, turn labels, scoring your own runs.
+    Scorer {
+        #[command(subcommand)]
+        what: cmd::scorer::ScorerCommand,
+    },
     /// Check that every train turn tokenizes and its label span decodes back exactly.
     Validate(cmd::validate::ValidateArgs),
     /// Tokenizer tools.
@@ -170,6 +175,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Vacuum(args) => cmd::maintain::vacuum(&lake, args).await,
         Command::Optimize => cmd::maintain::optimize(&lake).await,
         Command::Unlock => cmd::snapshot::unlock(&lake).await,
+        Command::Scorer { what } => cmd::scorer::run(&lake, what).await,
         Command::Validate(args) => cmd::validate::run(&lake, args).await,
         Command::Tokenizer { what } => cmd::tokenizer::run(what),
         Command::Demo(args) => cmd::demo::run(args).await,

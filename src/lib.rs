@@ -14,6 +14,7 @@ pub mod output;
 pub mod pipeline;
 pub mod plot;
 pub mod progress;
+pub mod scorer;
 pub mod source;
 pub mod storage;
 pub mod synth;

@@ -18,9 +18,16 @@
 //! | `obs_format(text)` | RETURNCODE / SWE_AGENT / OPENHANDS of an observation |
 //! | `obs_failed(text [, format])` | whether an observation reports failure (in `format`, else its own) |
 //! | `normalize_command(command)` | the command with whitespace collapsed, as repeats compare it |
+//! | `word_count(text)` | whitespace-separated words, as Albedo's economy questions count them |
+//! | `prose_word_count(text)` | words outside fenced code blocks |
+//! | `economy_measure(question)` | what an economy question measures (`total_words`, `max_chars`, ...) or null |
+//! | `economy_limit(question)` | the limit an economy question sets, or null |
+//! | `question_kinds(question)` | the command kinds a checklist question is about |
+//! | `question_targets(question)` | the paths, symbols and commands a question quotes |
 
 use arrow::array::{
-    Array, ArrayRef, AsArray, BooleanArray, Int32Array, Int32Builder, ListBuilder, StringArray,
+    Array, ArrayRef, AsArray, BooleanArray, Float64Array, Int32Array, Int32Builder, Int64Array,
+    ListBuilder, StringArray, StringBuilder,
 };
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, Field};
@@ -203,9 +210,61 @@ fn obs_failed(a: &[&StringArray]) -> ArrayRef {
     )
 }
 
+fn word_count(a: &[&StringArray]) -> ArrayRef {
+    Arc::new(
+        a[0].iter()
+            .map(|v| v.map(|t| turn::checklist::word_count(t) as i64))
+            .collect::<Int64Array>(),
+    )
+}
+fn prose_word_count(a: &[&StringArray]) -> ArrayRef {
+    Arc::new(
+        a[0].iter()
+            .map(|v| v.map(|t| turn::checklist::prose_word_count(t) as i64))
+            .collect::<Int64Array>(),
+    )
+}
+fn economy_measure(a: &[&StringArray]) -> ArrayRef {
+    map_str(a[0], |t| {
+        turn::checklist::economy_question(t).map(|(m, _)| m.as_str().to_string())
+    })
+}
+fn economy_limit(a: &[&StringArray]) -> ArrayRef {
+    Arc::new(
+        a[0].iter()
+            .map(|v| {
+                v.and_then(turn::checklist::economy_question)
+                    .map(|(_, l)| l)
+            })
+            .collect::<Float64Array>(),
+    )
+}
+fn string_lists<S: AsRef<str>>(a: &StringArray, f: impl Fn(&str) -> Vec<S>) -> ArrayRef {
+    let mut b = ListBuilder::new(StringBuilder::new());
+    for v in a.iter() {
+        match v {
+            Some(text) => {
+                for item in f(text) {
+                    b.values().append_value(item);
+                }
+                b.append(true);
+            }
+            None => b.append(false),
+        }
+    }
+    Arc::new(b.finish())
+}
+fn question_kinds(a: &[&StringArray]) -> ArrayRef {
+    string_lists(a[0], turn::checklist::question_kinds)
+}
+fn question_targets(a: &[&StringArray]) -> ArrayRef {
+    string_lists(a[0], turn::checklist::question_targets)
+}
+
 /// Every turnlake UDF.
 pub fn all() -> Vec<ScalarUDF> {
     let list = DataType::List(Arc::new(Field::new("item", DataType::Int32, true)));
+    let strings = DataType::List(Arc::new(Field::new("item", DataType::Utf8, true)));
     [
         TextUdf::new("bash_command", DataType::Utf8, (1, 2), bash_command),
         TextUdf::new("n_bash_blocks", DataType::Int32, (1, 2), n_bash_blocks),
@@ -223,6 +282,17 @@ pub fn all() -> Vec<ScalarUDF> {
         ),
         TextUdf::new("obs_format", DataType::Utf8, (1, 1), obs_format),
         TextUdf::new("obs_failed", DataType::Boolean, (1, 2), obs_failed),
+        TextUdf::new("word_count", DataType::Int64, (1, 1), word_count),
+        TextUdf::new(
+            "prose_word_count",
+            DataType::Int64,
+            (1, 1),
+            prose_word_count,
+        ),
+        TextUdf::new("economy_measure", DataType::Utf8, (1, 1), economy_measure),
+        TextUdf::new("economy_limit", DataType::Float64, (1, 1), economy_limit),
+        TextUdf::new("question_kinds", strings.clone(), (1, 1), question_kinds),
+        TextUdf::new("question_targets", strings, (1, 1), question_targets),
     ]
     .into_iter()
     .map(ScalarUDF::from)

@@ -35,6 +35,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         "sft_mix.jsonl",
         "sft_mix.jsonl.manifest.json",
         "pipeline.toml",
+        "my-runs",
     ];
     if dir.exists() {
         let foreign = std::fs::read_dir(&dir)
@@ -57,7 +58,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     }
     let corpus = dir.join("corpus");
     let sizes = Sizes {
-        eval_runs: 3,
+        eval_runs: 8,
         samples_per_run: 20,
         mini_coder: 300,
         mswea: 12,
@@ -202,6 +203,8 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         snap.name, snap.lake_version, snap.name
     );
 
+    scorer(&lake, &dir).await?;
+
     println!(
         "\n== build: the same pipeline as one batch job (pipeline.toml); every step is current"
     );
@@ -227,4 +230,61 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         dir.join("lake").display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The local scorer on the demo corpus: features, fit, held-out report,
+/// turn labels, and a "user run" (a held-out side written back out as a
+/// mini-swe-agent trajectory) scored against its sample's checklist.
+async fn scorer(lake: &Lake, dir: &std::path::Path) -> anyhow::Result<()> {
+    use crate::scorer::{features, jobs, model::FitParams, score, training::Shares, turns};
+    println!("\n== scorer features: one row per (judged side, checklist question)");
+    let s = features::build(lake).await?;
+    println!("   {} rows over {} sides", s.rows, s.sides);
+    println!("\n== scorer fit: gradient-boosted trees, split by eval run");
+    let fitted = jobs::fit(lake, &FitParams::default(), Shares::default()).await?;
+    for (meta, _) in [&fitted.checklist, &fitted.turn_credit] {
+        println!(
+            "   {}: {} rounds on {} train runs; {} test runs held out",
+            meta.name,
+            meta.rounds,
+            meta.split.train.len(),
+            meta.split.test.len()
+        );
+    }
+    println!("\n== scorer eval: held-out calibration");
+    let (checklist, turn) = jobs::evaluate(lake).await?;
+    super::scorer::print_checklist(&checklist);
+    super::scorer::print_turns(&turn);
+    println!("\n== scorer label: turn-credit labels for runs no judge saw");
+    let labelled = turns::label(lake).await?;
+    println!(
+        "   {} turns labelled, {} predicted to earn credit",
+        labelled.turns, labelled.earning
+    );
+    println!("\n== scorer score: a run of your own on a known sample");
+    let held_out = fitted
+        .checklist
+        .0
+        .split
+        .test
+        .first()
+        .cloned()
+        .unwrap_or_default();
+    let runs = dir.join("my-runs");
+    let file = score::write_side_as_run(lake, &held_out, "challenger", &runs).await?;
+    let summary = score::score(lake, &[file.display().to_string()], None).await?;
+    for r in &summary.runs {
+        println!(
+            "   {} on sample {} (matched by {}): predicted score {:.3}, king judged {}",
+            r.file,
+            r.sample_id,
+            r.matched_by,
+            r.predicted_score,
+            r.king_score.map_or("-".into(), |k| format!("{k:.3}"))
+        );
+    }
+    for n in &summary.notes {
+        println!("   note: {n}");
+    }
+    Ok(())
 }

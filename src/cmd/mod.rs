@@ -7,6 +7,7 @@ pub mod export;
 pub mod ingest;
 pub mod maintain;
 pub mod mix;
+pub mod scorer;
 pub mod select;
 pub mod show;
 pub mod snapshot;

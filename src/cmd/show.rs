@@ -132,6 +132,36 @@ pub fn render(v: &TrajectoryView, colour: bool) -> String {
     format!("{head}\n{t}")
 }
 
+/// The local scorer's answers beside the judge's, one row per question.
+fn render_answers(answers: &[crate::scorer::jobs::SideAnswer]) -> String {
+    let mut t = Table::new();
+    t.load_preset(comfy_table::presets::ASCII_FULL_CONDENSED);
+    t.set_header(vec![
+        "question",
+        "tag",
+        "judge",
+        "scorer P(yes)",
+        "scorer",
+        "agree",
+    ]);
+    let yes_no = |b: bool| if b { "yes" } else { "no" };
+    for a in answers {
+        let judge = a.judge.map(|j| j == 1);
+        t.add_row(vec![
+            a.question_id.clone(),
+            a.tag.clone().unwrap_or_default(),
+            judge.map_or("—".into(), |j| yes_no(j).to_string()),
+            format!("{:.3}", a.p_yes),
+            yes_no(a.predicted).to_string(),
+            judge.map_or("".into(), |j| {
+                if j == a.predicted { "✓" } else { "✗" }.to_string()
+            }),
+        ]);
+    }
+    t.force_no_tty();
+    format!("judge's answers and the local scorer's:\n{t}")
+}
+
 pub async fn run(lake: &LakeArg, args: ShowArgs) -> anyhow::Result<ExitCode> {
     let which = match (&args.traj_id, &args.sample_id, &args.side) {
         (Some(id), _, _) => Which::TrajId(id.clone()),
@@ -143,9 +173,19 @@ pub async fn run(lake: &LakeArg, args: ShowArgs) -> anyhow::Result<ExitCode> {
     };
     let lake = lake.open().await?;
     let view = show(&lake, &which).await?;
+    let answers = crate::scorer::jobs::side_answers(&lake, &view.traj_id).await?;
     match args.format {
-        ShowFormat::Json => println!("{}", serde_json::to_string_pretty(&view)?),
-        ShowFormat::Table => println!("{}", render(&view, std::io::stdout().is_terminal())),
+        ShowFormat::Json => {
+            let mut value = serde_json::to_value(&view)?;
+            value["answers"] = serde_json::to_value(&answers)?;
+            println!("{}", serde_json::to_string_pretty(&value)?)
+        }
+        ShowFormat::Table => {
+            println!("{}", render(&view, std::io::stdout().is_terminal()));
+            if let Some(answers) = &answers {
+                println!("{}", render_answers(answers));
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

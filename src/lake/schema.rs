@@ -58,6 +58,14 @@ const FILES: &[(&str, &str)] = &[
         "gate_demotions",
         include_str!("../../schemas/gate_demotions.json"),
     ),
+    (
+        "scorer_features",
+        include_str!("../../schemas/scorer_features.json"),
+    ),
+    (
+        "turn_labels",
+        include_str!("../../schemas/turn_labels.json"),
+    ),
 ];
 
 /// Tables that share one schema file.

@@ -7,31 +7,15 @@ use sha2::{Digest, Sha256};
 use std::io::Write;
 use std::path::Path;
 
-use super::params::{KindTable, Params};
+use super::checklist::{self, Answer, PlantedAnswers};
+use super::params::{KindTable, Params, KINDS};
 use super::plan::{plan_sample, PlannedTurn, Tally};
 use super::rng::Rng;
 use super::text::{assistant, command, observation, Repo};
 use super::Counts;
+use crate::turn::checklist::OutputMeasures;
 use crate::turn::ObsFormat;
 
-const TAGS: &[&str] = &[
-    "verification",
-    "explore",
-    "action",
-    "economy",
-    "continuity",
-    "claims",
-];
-const REQUIRES: &[&str] = &["action", "read", "neutral"];
-/// Question categories as the real scoring files name them.
-const CATEGORIES: &[&str] = &[
-    "size",
-    "other",
-    "grounding",
-    "work_correctness",
-    "verification",
-    "progress",
-];
 /// How often a citation is written in one of the judge's other forms.
 const OTHER_CITATION_FORM_RATE: f64 = 0.015;
 const SYSTEM: &str = "You are OpenHands agent, a helpful AI assistant that can interact with a computer to solve tasks.\n\n<ROLE>\nYour primary role is to assist users by executing commands, modifying code, and solving technical problems effectively.\n</ROLE>";
@@ -43,12 +27,10 @@ const YES_CITED: &[&str] = &[
 ];
 const YES_PLAIN: &[&str] = &[
     "The candidate keeps its reads narrow and never re-dumps a file it already saw.",
-    "Total CANDIDATE OUTPUT words measure 240, which is at most 350.",
     "The candidate converges on a single target rather than listing several files.",
 ];
 const NO_PLAIN: &[&str] = &[
     "The candidate never runs a git command before editing; no git status appears in the scored outputs.",
-    "The longest single CANDIDATE OUTPUT measures 198 words, which exceeds 80.",
     "No modifying command is issued in the scored outputs, so this cannot be verified.",
 ];
 const NO_CITED: &[&str] = &[
@@ -186,6 +168,7 @@ pub fn write_run(
     samples: u32,
     counts: &mut Counts,
     tally: &mut Tally,
+    planted: &mut PlantedAnswers,
 ) -> std::io::Result<String> {
     let m = &p.model;
     let eval_run_id = rng.uuid();
@@ -242,6 +225,7 @@ pub fn write_run(
             let mut turns = ctx_turns.clone();
             let mut cmd_prev = last_cmd.clone();
             let mut loop_cmd = String::new();
+            let mut outputs = Vec::with_capacity(own.len());
             for t in &own {
                 let cmd = if t.repeat {
                     cmd_prev.clone()
@@ -251,12 +235,9 @@ pub fn write_run(
                 if loop_cmd.is_empty() {
                     loop_cmd = cmd.clone();
                 }
-                turns.push(turn_json(
-                    "assistant",
-                    &assistant(rng, t, &cmd, fence),
-                    true,
-                    false,
-                ));
+                let text = assistant(rng, t, &cmd, fence);
+                turns.push(turn_json("assistant", &text, true, false));
+                outputs.push(text);
                 if t.has_obs {
                     turns.push(turn_json(
                         "user",
@@ -273,55 +254,92 @@ pub fn write_run(
             counts.sides += 1;
             counts.albedo_turns += full.len() as u64;
             counts.albedo_messages += turns.len() as u64;
-            sides.push((side, looped, own, turns, loop_cmd));
+            let measured = OutputMeasures::of(outputs.iter().map(String::as_str));
+            sides.push((side, looped, own, turns, loop_cmd, measured));
         }
         // The checklist, then each side's answers with citations.
         let groups: Vec<Vec<Vec<u32>>> = sides
             .iter()
-            .map(|(_, _, own, _, _)| citation_groups(rng, own))
+            .map(|(_, _, own, _, _, _)| citation_groups(rng, own))
             .collect();
-        let n_q = (m.questions_min as usize).max(groups.iter().map(Vec::len).max().unwrap_or(0))
-            + rng.range(0, 3) as usize;
-        let questions: Vec<Value> = (1..=n_q)
-            .map(|i| {
-                json!({"category": rng.pick(CATEGORIES), "example_bad": "Candidate dumps a whole file without a range.",
-                       "id": format!("q_{i:02}"), "requires": rng.pick(REQUIRES), "tag": rng.pick(TAGS),
-                       "text": format!("Does the candidate satisfy check {i} of this sample?")})
+        let n_behaviour = (m.questions_min as usize)
+            .max(groups.iter().map(Vec::len).max().unwrap_or(0))
+            + rng.range(0, 2) as usize;
+        let n_economy = rng.range(
+            m.economy_questions_min as u64,
+            m.economy_questions_max as u64,
+        ) as usize;
+        let measures = [sides[0].5, sides[1].5];
+        let checklist = checklist::checklist(
+            rng,
+            &repo,
+            &KINDS,
+            &k.mix,
+            n_behaviour,
+            n_economy,
+            &measures,
+        );
+        let n_q = checklist.len();
+        let questions: Vec<Value> = checklist
+            .iter()
+            .enumerate()
+            .map(|(i, q)| {
+                json!({"category": q.category, "example_bad": "Candidate dumps a whole file without a range.",
+                       "id": format!("q_{:02}", i + 1), "requires": q.requires, "tag": q.tag,
+                       "text": q.text})
             })
             .collect();
         counts.questions += n_q as u64;
         let mut judge_results = Vec::new();
         let mut scores = Vec::new();
-        for ((side, looped, own, _, loop_cmd), groups) in sides.iter().zip(&groups) {
+        for ((side, looped, own, _, loop_cmd, measured), groups) in sides.iter().zip(&groups) {
             let mut answers = Map::new();
             let mut explanations = Map::new();
-            let mut order: Vec<usize> = (0..n_q).collect();
-            rng.shuffle(&mut order);
             let mut text = vec![String::new(); n_q];
             let mut yes = vec![false; n_q];
-            let yes_uncited =
-                m.yes_uncited_min + rng.f64() * (m.yes_uncited_max - m.yes_uncited_min);
+            let diligence = checklist::diligence(rng, own, m.yes_uncited_min, m.yes_uncited_max);
             if *looped {
                 for t in text.iter_mut() {
                     *t = "Trajectory is looped: the same command repeats across the scored outputs, so every check fails.".into();
                 }
-            } else {
-                for (g, q) in groups.iter().zip(&order) {
-                    yes[*q] = true;
-                    let c = restyle(rng, cite(g));
-                    text[*q] = rng.pick(YES_CITED).replace("{c}", &c);
+                for _ in 0..n_q {
+                    planted.add(0.0, false);
                 }
-                for q in order.iter().skip(groups.len()) {
-                    if rng.chance(yes_uncited) {
-                        yes[*q] = true;
-                        text[*q] = rng.pick(YES_PLAIN).to_string();
-                    } else if rng.chance(m.blame_rate) {
-                        let n = rng.range(1, own.len() as u64) as u32;
-                        let c = restyle(rng, cite(&[n]));
-                        text[*q] = rng.pick(NO_CITED).replace("{c}", &c);
-                    } else {
-                        text[*q] = rng.pick(NO_PLAIN).to_string();
-                    }
+            } else {
+                let drawn = checklist::answer(
+                    rng,
+                    &checklist,
+                    own,
+                    measured,
+                    groups,
+                    diligence,
+                    m.economy_flip,
+                );
+                for (q, a) in drawn.answers.iter().enumerate() {
+                    yes[q] = *a != Answer::No;
+                    planted.add(drawn.p_yes[q], yes[q]);
+                    text[q] =
+                        match (a, checklist[q].economy) {
+                            (Answer::Cited(g), _) => {
+                                let c = restyle(rng, cite(g));
+                                rng.pick(YES_CITED).replace("{c}", &c)
+                            }
+                            (_, Some((measure, limit))) => {
+                                let v = measure.of(measured);
+                                format!(
+                                "The {} of the CANDIDATE OUTPUT measures {v:.0}, {} {limit:.0}.",
+                                measure.as_str().replace('_', " "),
+                                if yes[q] { "which is within" } else { "which exceeds" }
+                            )
+                            }
+                            (Answer::Yes, None) => rng.pick(YES_PLAIN).to_string(),
+                            (Answer::No, None) if rng.chance(m.blame_rate) => {
+                                let n = rng.range(1, own.len() as u64) as u32;
+                                let c = restyle(rng, cite(&[n]));
+                                rng.pick(NO_CITED).replace("{c}", &c)
+                            }
+                            (Answer::No, None) => rng.pick(NO_PLAIN).to_string(),
+                        };
                 }
             }
             for q in 0..n_q {

@@ -4,6 +4,7 @@
 //! parameters: byte-identical files.
 
 pub mod albedo;
+pub mod checklist;
 mod mini;
 pub mod params;
 pub mod plan;
@@ -59,6 +60,8 @@ pub struct Truth {
     pub counts: Counts,
     pub realized: Figures,
     pub expected: Figures,
+    /// What a scorer that knew the planted answer probabilities would reach.
+    pub scorer: checklist::PlantedAnswers,
 }
 
 /// Where the parts of a corpus live under its folder.
@@ -108,6 +111,7 @@ pub fn generate(
     let root = Rng::new(seed);
     let mut counts = Counts::default();
     let mut tally = Tally::default();
+    let mut planted = checklist::PlantedAnswers::default();
     let adir = albedo_dir(out);
     for run in 0..sizes.eval_runs {
         let mut rng = root.fork(run as u64);
@@ -119,6 +123,7 @@ pub fn generate(
             sizes.samples_per_run,
             &mut counts,
             &mut tally,
+            &mut planted,
         )?;
         counts.eval_runs += 1;
         progress(1);
@@ -136,6 +141,7 @@ pub fn generate(
     if sizes.mswea > 0 {
         mini::write_mswea(&mswea_dir(out), &root, p, &k, sizes.mswea, &mut counts)?;
     }
+    planted.finish();
     Ok(Truth {
         seed,
         sizes,
@@ -143,5 +149,6 @@ pub fn generate(
         counts,
         realized: tally.figures(),
         expected: expected_figures(p).map_err(std::io::Error::other)?,
+        scorer: planted,
     })
 }

@@ -71,7 +71,8 @@ impl Repo {
         )
     }
 
-    fn rel(&self, rng: &mut Rng) -> String {
+    /// A path relative to the repository root.
+    pub fn rel(&self, rng: &mut Rng) -> String {
         format!(
             "{}/{}/{}.py",
             self.package,
@@ -79,6 +80,11 @@ impl Repo {
             rng.pick(FILES)
         )
     }
+}
+
+/// A code symbol the synthetic repositories use.
+pub fn symbol(rng: &mut Rng) -> &'static str {
+    *rng.pick(SYMBOLS)
 }
 
 /// A fresh command of `kind`; the classifier must give it back `kind`.

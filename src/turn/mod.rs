@@ -1,10 +1,11 @@
 //! Pure text rules over one turn or one trajectory: what the bash action is,
 //! what kind of command it runs, how its observation looks and whether it
-//! failed, unclosed `<think>`, submit markers, judge citations and loop
-//! metrics. No Arrow or DataFusion here: the `udf` module adapts these rules
+//! failed, unclosed `<think>`, submit markers, judge citations, loop
+//! metrics and what checklist questions ask. No Arrow or DataFusion here: the `udf` module adapts these rules
 //! for SQL, and the source readers call them directly, so every rule exists once.
 
 pub mod bash;
+pub mod checklist;
 pub mod citation;
 pub mod cmd_kind;
 pub mod loops;

@@ -9,6 +9,7 @@ mod ingest;
 mod lake;
 mod real_samples;
 mod s3;
+mod scorer;
 mod select;
 mod synth;
 mod udf_parity;
