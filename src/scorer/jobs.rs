@@ -141,9 +141,7 @@ pub async fn side_answers(lake: &Lake, traj_id: &str) -> ScorerResult<Option<Vec
     }
     let all: Vec<usize> = (0..n).collect();
     let p = training::predict(&meta, &model, &rows, &all)?;
-    let looped = columns::bools(&rows, "loop_verdict")
-        .iter()
-        .any(|l| *l == Some(true));
+    let looped = columns::bools(&rows, "loop_verdict").contains(&Some(true));
     Ok(Some(
         columns::strings(&rows, "question_id")
             .into_iter()

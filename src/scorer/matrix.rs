@@ -118,7 +118,7 @@ mod tests {
             ],
         )
         .unwrap();
-        let spec = FeatureSpec::infer(&[batch.clone()], &["id"], &["tag"]);
+        let spec = FeatureSpec::infer(std::slice::from_ref(&batch), &["id"], &["tag"]);
         assert_eq!(spec.names(), vec!["x", "tag=economy", "tag=explore"]);
         let m = spec.matrix(&[batch], &[2, 0]);
         assert!(m[0].is_nan());

@@ -137,6 +137,29 @@ impl Side {
     }
 }
 
+#[derive(Default)]
+struct TagAnswers {
+    predicted: Vec<bool>,
+    judge: Vec<bool>,
+    scores: Vec<f64>,
+}
+
+/// The two sides of one held-out sample.
+#[derive(Default)]
+struct Pair<'a> {
+    king: Option<&'a Side>,
+    challenger: Option<&'a Side>,
+}
+
+/// Side scores of one held-out eval run's paired samples.
+#[derive(Default)]
+struct Duel {
+    judge_king: Vec<f64>,
+    judge_challenger: Vec<f64>,
+    predicted_king: Vec<f64>,
+    predicted_challenger: Vec<f64>,
+}
+
 /// Sign agreement of two differences; a predicted tie counts half.
 fn sign_agreement(predicted: f64, judge: f64) -> f64 {
     if predicted == 0.0 {
@@ -214,23 +237,23 @@ pub fn from_predictions(
         })
         .collect();
 
-    let mut by_tag: BTreeMap<String, (Vec<bool>, Vec<bool>, Vec<f64>)> = BTreeMap::new();
+    let mut by_tag: BTreeMap<String, TagAnswers> = BTreeMap::new();
     for (k, &i) in test.iter().enumerate() {
         let e = by_tag
             .entry(tags[i].clone().unwrap_or_default())
             .or_default();
-        e.0.push(predicted[k]);
-        e.1.push(judge[k]);
-        e.2.push(scores[k]);
+        e.predicted.push(predicted[k]);
+        e.judge.push(judge[k]);
+        e.scores.push(scores[k]);
     }
     let by_tag = by_tag
         .into_iter()
-        .map(|(tag, (pred, judge, scores))| TagRow {
+        .map(|(tag, a)| TagRow {
             tag,
-            rows: judge.len(),
-            yes_rate: judge.iter().filter(|j| **j).count() as f64 / judge.len().max(1) as f64,
-            accuracy: metrics::accuracy(&pred, &judge),
-            auc: metrics::auc(&scores, &judge),
+            rows: a.judge.len(),
+            yes_rate: a.judge.iter().filter(|j| **j).count() as f64 / a.judge.len().max(1) as f64,
+            accuracy: metrics::accuracy(&a.predicted, &a.judge),
+            auc: metrics::auc(&a.scores, &a.judge),
         })
         .collect();
 
@@ -267,22 +290,22 @@ pub fn from_predictions(
     let n_judge = flagged_judge.iter().filter(|j| **j).count();
 
     // Pairs: both sides of a sample held out and not looped.
-    let mut by_sample: BTreeMap<(String, String), (Option<&Side>, Option<&Side>)> = BTreeMap::new();
+    let mut by_sample: BTreeMap<(String, String), Pair> = BTreeMap::new();
     for s in sides.values() {
         let e = by_sample
             .entry((s.eval_run_id.clone(), s.sample_id.clone()))
             .or_default();
         if s.side == "challenger" {
-            e.1 = Some(s);
+            e.challenger = Some(s);
         } else {
-            e.0 = Some(s);
+            e.king = Some(s);
         }
     }
     let mut picks = Vec::new();
     let mut errors = Vec::new();
-    let mut duels: BTreeMap<String, (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>)> = BTreeMap::new();
+    let mut duels: BTreeMap<String, Duel> = BTreeMap::new();
     for ((run, _), pair) in &by_sample {
-        let (Some(king), Some(chal)) = pair else {
+        let (Some(king), Some(chal)) = (pair.king, pair.challenger) else {
             continue;
         };
         let judge_diff = chal.judge_score() - king.judge_score();
@@ -292,33 +315,45 @@ pub fn from_predictions(
         }
         errors.push(pred_diff - judge_diff);
         let d = duels.entry(run.clone()).or_default();
-        d.0.push(king.judge_score());
-        d.1.push(chal.judge_score());
-        d.2.push(king.predicted_score());
-        d.3.push(chal.predicted_score());
+        d.judge_king.push(king.judge_score());
+        d.judge_challenger.push(chal.judge_score());
+        d.predicted_king.push(king.predicted_score());
+        d.predicted_challenger.push(chal.predicted_score());
     }
     let mean = |v: &[f64]| metrics::mean(v).unwrap_or(0.0);
     let margins_agree: Vec<f64> = duels
         .values()
-        .filter(|(jk, jc, _, _)| mean(jc) != mean(jk))
-        .map(|(jk, jc, pk, pc)| sign_agreement(mean(pc) - mean(pk), mean(jc) - mean(jk)))
+        .filter(|d| mean(&d.judge_challenger) != mean(&d.judge_king))
+        .map(|d| {
+            sign_agreement(
+                mean(&d.predicted_challenger) - mean(&d.predicted_king),
+                mean(&d.judge_challenger) - mean(&d.judge_king),
+            )
+        })
         .collect();
     let end_to_end = duels
         .iter()
-        .max_by(|a, b| a.1 .0.len().cmp(&b.1 .0.len()).then(b.0.cmp(a.0)))
-        .map(|(run, (jk, jc, pk, pc))| {
+        .max_by(|a, b| {
+            a.1.judge_king
+                .len()
+                .cmp(&b.1.judge_king.len())
+                .then(b.0.cmp(a.0))
+        })
+        .map(|(run, d)| {
             let margin = margins.get(run).copied();
             let wins = |k: f64, c: f64| c > k + margin.unwrap_or(0.0);
+            let (jk, jc) = (mean(&d.judge_king), mean(&d.judge_challenger));
+            let (pk, pc) = (mean(&d.predicted_king), mean(&d.predicted_challenger));
             EndToEnd {
                 eval_run_id: run.clone(),
-                paired_samples: jk.len(),
-                judge_king: mean(jk),
-                judge_challenger: mean(jc),
-                predicted_king: mean(pk),
-                predicted_challenger: mean(pc),
+                paired_samples: d.judge_king.len(),
+                judge_king: jk,
+                judge_challenger: jc,
+                predicted_king: pk,
+                predicted_challenger: pc,
                 required_win_margin: margin,
-                judge_challenger_wins: wins(mean(jk), mean(jc)),
-                predicted_challenger_wins: wins(mean(pk), mean(pc)),
+                judge_challenger_wins: wins(jk, jc),
+                predicted_challenger_wins: wins(pk, pc),
             }
         });
 
@@ -421,10 +456,22 @@ mod tests {
     use arrow::datatypes::{DataType, Field, Schema};
     use std::sync::Arc;
 
+    /// traj_id, run, sample, side, model, question, tag, label.
+    type Row = (
+        String,
+        String,
+        String,
+        String,
+        String,
+        String,
+        &'static str,
+        i32,
+    );
+
     /// (run, sample, side, model, tag, label, P(yes)) of a small corpus:
     /// run A trains, B validates, C and D are held out.
     fn fixture() -> (Vec<RecordBatch>, Vec<f32>, ModelMeta) {
-        let mut rows = Vec::new();
+        let mut rows: Vec<Row> = Vec::new();
         let sides = [
             ("A", "s0", "previous_king", "king"),
             ("A", "s0", "challenger", "m0"),
@@ -451,7 +498,7 @@ mod tests {
         let tags = ["explore", "explore", "economy", "economy"];
         let mut held_out_p = Vec::new();
         for (i, (run, sample, side, model)) in sides.iter().enumerate() {
-            for q in 0..4 {
+            for (q, tag) in tags.iter().enumerate() {
                 rows.push((
                     format!("t{i}"),
                     run.to_string(),
@@ -459,7 +506,7 @@ mod tests {
                     side.to_string(),
                     model.to_string(),
                     format!("q_{q}"),
-                    tags[q],
+                    *tag,
                     answers[i].0[q],
                 ));
                 if matches!(*run, "C" | "D") {
@@ -467,11 +514,10 @@ mod tests {
                 }
             }
         }
-        let col =
-            |f: &dyn Fn(&(String, String, String, String, String, String, &str, i32)) -> String| {
-                Arc::new(StringArray::from(rows.iter().map(f).collect::<Vec<_>>()))
-                    as arrow::array::ArrayRef
-            };
+        let col = |f: &dyn Fn(&Row) -> String| {
+            Arc::new(StringArray::from(rows.iter().map(f).collect::<Vec<_>>()))
+                as arrow::array::ArrayRef
+        };
         let schema = Arc::new(Schema::new(vec![
             Field::new("traj_id", DataType::Utf8, false),
             Field::new("eval_run_id", DataType::Utf8, false),

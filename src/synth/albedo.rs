@@ -159,6 +159,13 @@ fn chatml(turns: &[Value]) -> String {
     s
 }
 
+/// What a run adds to the corpus's truth.
+pub struct Tallies<'a> {
+    pub counts: &'a mut Counts,
+    pub tally: &'a mut Tally,
+    pub planted: &'a mut PlantedAnswers,
+}
+
 /// Write one eval run into `dir`; returns its id.
 pub fn write_run(
     dir: &Path,
@@ -166,10 +173,13 @@ pub fn write_run(
     p: &Params,
     k: &KindTable,
     samples: u32,
-    counts: &mut Counts,
-    tally: &mut Tally,
-    planted: &mut PlantedAnswers,
+    out: &mut Tallies,
 ) -> std::io::Result<String> {
+    let Tallies {
+        counts,
+        tally,
+        planted,
+    } = out;
     let m = &p.model;
     let eval_run_id = rng.uuid();
     let run_dir = dir.join(&eval_run_id);

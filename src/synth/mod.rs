@@ -121,9 +121,11 @@ pub fn generate(
             p,
             &k,
             sizes.samples_per_run,
-            &mut counts,
-            &mut tally,
-            &mut planted,
+            &mut albedo::Tallies {
+                counts: &mut counts,
+                tally: &mut tally,
+                planted: &mut planted,
+            },
         )?;
         counts.eval_runs += 1;
         progress(1);

@@ -84,7 +84,7 @@ impl Repo {
 
 /// A code symbol the synthetic repositories use.
 pub fn symbol(rng: &mut Rng) -> &'static str {
-    *rng.pick(SYMBOLS)
+    SYMBOLS[rng.range(0, SYMBOLS.len() as u64 - 1) as usize]
 }
 
 /// A fresh command of `kind`; the classifier must give it back `kind`.
