@@ -36,6 +36,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         "sft_mix.jsonl.manifest.json",
         "pipeline.toml",
         "my-runs",
+        "verl",
     ];
     if dir.exists() {
         let foreign = std::fs::read_dir(&dir)
@@ -204,6 +205,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     );
 
     scorer(&lake, &dir).await?;
+    verl(&lake, &dir).await?;
 
     println!(
         "\n== build: the same pipeline as one batch job (pipeline.toml); every step is current"
@@ -286,5 +288,36 @@ async fn scorer(lake: &Lake, dir: &std::path::Path) -> anyhow::Result<()> {
     for n in &summary.notes {
         println!("   note: {n}");
     }
+    Ok(())
+}
+
+/// The verl export: every source when the turn-credit model's held-out kappa
+/// clears the threshold, else (as the contract says) the refusal, then the
+/// judged Albedo sides alone.
+async fn verl(lake: &Lake, dir: &std::path::Path) -> anyhow::Result<()> {
+    use crate::export::verl::VerlOptions;
+    println!("\n== export verl: trajectories with per-turn and per-trajectory rewards");
+    let out: crate::storage::Location = dir.join("verl").into();
+    let mut opts = VerlOptions {
+        sources: vec!["albedo".into(), "mini_coder".into(), "mswea".into()],
+        min_kappa: 0.4,
+        alpha: 0.9,
+    };
+    let (summary, manifest, at) = match super::export::export_verl(lake, &opts, &out).await {
+        Ok(done) => done,
+        Err(refused) => {
+            println!("   refused: {refused:#}");
+            println!(
+                "   exporting the judged Albedo sides alone (judge labels need no calibration)"
+            );
+            opts.sources = vec!["albedo".into()];
+            super::export::export_verl(lake, &opts, &out).await?
+        }
+    };
+    println!(
+        "   {} (lake commit {}; `turnlake rebuild {at}` reproduces it)",
+        out, manifest.lake_commit
+    );
+    super::export::print_verl_summary(&summary);
     Ok(())
 }

@@ -1,5 +1,6 @@
 //! `turnlake export sft --out PATH [--format jsonl|parquet] [--table sft_mix]`,
-//! with `PATH.manifest.json` beside it, and `turnlake rebuild MANIFEST`.
+//! with `PATH.manifest.json` beside it; `turnlake export verl --out DIR`,
+//! with `DIR/manifest.json`; and `turnlake rebuild MANIFEST`.
 
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
@@ -9,12 +10,110 @@ use std::process::ExitCode;
 use crate::cli::LakeArg;
 use crate::export::manifest;
 use crate::export::sft::{self, SftFormat};
+use crate::export::verl;
 use crate::storage::Location;
 
 #[derive(Debug, Subcommand)]
 pub enum ExportCommand {
     /// Chat rows with a per-message `train` flag (JSONL or Parquet).
     Sft(SftArgs),
+    /// Trajectories with per-turn and per-trajectory rewards for verl (JSONL, RL and SFT Parquet, summary, manifest).
+    Verl(VerlArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct VerlArgs {
+    /// A folder (local or s3://bucket/prefix); manifest.json goes in it.
+    #[arg(long)]
+    pub out: String,
+    /// Sources to export (albedo: judged sides with judge labels; mini_coder, mswea: the scorer's labels).
+    #[arg(long, value_delimiter = ',', default_value = "albedo,mini_coder,mswea")]
+    pub sources: Vec<String>,
+    /// Least held-out kappa of the turn-credit model whose labels are exported.
+    #[arg(long, default_value_t = 0.4)]
+    pub min_kappa: f64,
+    /// The trainer's weight of the trajectory-level advantage (written to the manifest).
+    #[arg(long, default_value_t = 0.9)]
+    pub alpha: f64,
+}
+
+/// Write a verl export of `lake` into the folder `out` with its manifest:
+/// files go to a local scratch folder first and are published only when
+/// every one is written, so a refused or failed export writes nothing.
+pub async fn export_verl(
+    lake: &crate::lake::Lake,
+    opts: &verl::VerlOptions,
+    out: &Location,
+) -> anyhow::Result<(verl::VerlSummary, manifest::Manifest, Location)> {
+    for s in &opts.sources {
+        anyhow::ensure!(
+            ["albedo", "mini_coder", "mswea"].contains(&s.as_str()),
+            "unknown source {s:?} (albedo, mini_coder, mswea)"
+        );
+    }
+    let scratch = verl::scratch_for(out).context("creating a scratch folder")?;
+    let summary = verl::write(lake, opts, scratch.path()).await?;
+    let mut entries = Vec::new();
+    for name in verl::FILES {
+        let local = scratch.path().join(name);
+        let entry = {
+            let local = local.clone();
+            tokio::task::spawn_blocking(move || manifest::entry(name, &local)).await??
+        };
+        entries.push(entry);
+    }
+    for name in verl::FILES {
+        out.join(name).publish(&scratch.path().join(name)).await?;
+    }
+    let export = serde_json::json!({
+        "kind": "verl",
+        "options": opts,
+        "r_exit": {"at_last_evidence": 0.0, "earlier": -0.75, "later": -0.5},
+    });
+    let m = manifest::build(lake, export, entries).await?;
+    let mpath = out.join("manifest.json");
+    manifest::write(&m, &mpath)
+        .await
+        .with_context(|| format!("writing {mpath}"))?;
+    Ok((summary, m, mpath))
+}
+
+/// The summary a person reads after a verl export.
+pub fn print_verl_summary(s: &verl::VerlSummary) {
+    println!(
+        "   {} trajectories, {} turns (r_turn +1: {}, -1: {}), r_format pass {:.1}%, r_outcome null {}",
+        s.trajectories,
+        s.turns,
+        s.r_turn_positive,
+        s.r_turn_negative,
+        100.0 * s.r_format_pass_rate,
+        s.r_outcome_null
+    );
+    let join = |m: &std::collections::BTreeMap<String, u64>| {
+        m.iter()
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    println!(
+        "   by source: {}; turn labels from: {}",
+        join(&s.by_source),
+        join(&s.label_sources)
+    );
+    println!("   r_exit: {}", join(&s.r_exit));
+    let evidence: Vec<String> = s
+        .t_last_evidence
+        .iter()
+        .map(|(t, n)| format!("{t}: {n}"))
+        .chain((s.t_last_evidence_null > 0).then(|| format!("null: {}", s.t_last_evidence_null)))
+        .collect();
+    println!("   t_last_evidence: {}", evidence.join(", "));
+    if let Some(c) = &s.calibration {
+        println!(
+            "   scorer labels from turn-credit model {} (held-out kappa {:.3} >= {})",
+            c.model_id, c.kappa, c.min_kappa
+        );
+    }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -108,8 +207,25 @@ fn format_name(f: SftFormat) -> &'static str {
 }
 
 pub async fn run(lake: &LakeArg, cmd: ExportCommand) -> anyhow::Result<ExitCode> {
-    let ExportCommand::Sft(args) = cmd;
     let lake = lake.open().await?;
+    let args = match cmd {
+        ExportCommand::Sft(args) => args,
+        ExportCommand::Verl(args) => {
+            let opts = verl::VerlOptions {
+                sources: args.sources,
+                min_kappa: args.min_kappa,
+                alpha: args.alpha,
+            };
+            let out = Location::parse(&args.out)?;
+            let (s, m, mpath) = export_verl(&lake, &opts, &out).await?;
+            println!(
+                "exported to {out} (lake commit {}, manifest {mpath})",
+                m.lake_commit
+            );
+            print_verl_summary(&s);
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
     let format = match args.format {
         SftFormatArg::Jsonl => SftFormat::Jsonl,
         SftFormatArg::Parquet => SftFormat::Parquet,
@@ -149,18 +265,23 @@ pub async fn rebuild(args: RebuildArgs) -> anyhow::Result<ExitCode> {
             scratch.path().to_path_buf()
         }
     };
-    let kind = m.export["kind"].as_str().unwrap_or("");
-    anyhow::ensure!(
-        kind == "sft",
-        "{mpath}: cannot rebuild an export of kind {kind:?}"
-    );
-    let table = m.export["table"].as_str().unwrap_or("sft_mix");
-    let format = match m.export["format"].as_str() {
-        Some("parquet") => SftFormat::Parquet,
-        _ => SftFormat::Jsonl,
-    };
-    let file = m.files.first().context("the manifest lists no file")?;
-    write_sft(&lake, table, format, &Location::Local(dir.join(&file.path))).await?;
+    match m.export["kind"].as_str().unwrap_or("") {
+        "sft" => {
+            let table = m.export["table"].as_str().unwrap_or("sft_mix");
+            let format = match m.export["format"].as_str() {
+                Some("parquet") => SftFormat::Parquet,
+                _ => SftFormat::Jsonl,
+            };
+            let file = m.files.first().context("the manifest lists no file")?;
+            write_sft(&lake, table, format, &Location::Local(dir.join(&file.path))).await?;
+        }
+        "verl" => {
+            let opts: verl::VerlOptions = serde_json::from_value(m.export["options"].clone())
+                .with_context(|| format!("{mpath}: export options"))?;
+            verl::write(&lake, &opts, &dir).await?;
+        }
+        kind => anyhow::bail!("{mpath}: cannot rebuild an export of kind {kind:?}"),
+    }
     let bad = manifest::verify(&m, &Location::Local(dir.clone())).await;
     if bad.is_empty() {
         println!(

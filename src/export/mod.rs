@@ -2,3 +2,4 @@
 
 pub mod manifest;
 pub mod sft;
+pub mod verl;

@@ -31,6 +31,15 @@ pub fn shared_samples(test: &str) -> Option<PathBuf> {
     }
 }
 
+/// Where `./setup.sh` installs the test tools: `TURNLAKE_TOOLS`, else `~/.cache/turnlake-tools`.
+pub fn tools_dir() -> PathBuf {
+    std::env::var_os("TURNLAKE_TOOLS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(&std::env::var_os("HOME").expect("HOME")).join(".cache/turnlake-tools")
+        })
+}
+
 /// Write a synthetic corpus under `out` (`--params` when given) and return its truth.
 pub fn synth_corpus(
     out: &Path,

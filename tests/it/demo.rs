@@ -21,11 +21,16 @@ fn demo_runs_the_whole_pipeline() {
         "== mix",
         "== export sft",
         "== validate",
+        "== scorer eval",
+        "== scorer score",
+        "== export verl",
     ] {
         assert!(out.contains(section), "missing {section}:\n{out}");
     }
     assert!(out.contains("100.00% decode back exactly"), "{out}");
     assert!(dir.join("plots/credit_by_kind.png").exists());
+    assert!(dir.join("lake/models/checklist/report.json").exists());
+    assert!(dir.join("verl/manifest.json").exists());
     let jsonl = std::fs::read_to_string(dir.join("sft_mix.jsonl")).unwrap();
     assert!(jsonl.lines().count() > 10);
 

@@ -14,3 +14,4 @@ mod select;
 mod synth;
 mod udf_parity;
 mod validate;
+mod verl;

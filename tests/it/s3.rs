@@ -18,12 +18,7 @@ fn s3s_fs() -> PathBuf {
     if let Some(p) = std::env::var_os("TURNLAKE_S3S_FS") {
         return PathBuf::from(p);
     }
-    let tools = std::env::var_os("TURNLAKE_TOOLS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(&std::env::var_os("HOME").expect("HOME")).join(".cache/turnlake-tools")
-        });
-    let p = tools.join("bin/s3s-fs");
+    let p = tools_dir().join("bin/s3s-fs");
     assert!(
         p.exists(),
         "{} is missing: run ./setup.sh (the README's commands do)",

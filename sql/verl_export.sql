@@ -1,0 +1,30 @@
+-- The verl export's relational part (turnlake export verl): the exported
+-- trajectories and each one's own turns with its label, joined by turn_sha
+-- (a content hash), never by position.
+-- Reads: trajectories, turns, turn_credit (judged turns), turn_labels (the
+-- turn-credit model's labels of unjudged turns), verl_sources(source).
+-- Defines: verl_trajectories, verl_turns.
+
+-- Albedo sides the judge scored, and every run of the other sources.
+CREATE VIEW verl_trajectories AS
+SELECT tr.traj_id, tr.source, tr.sample_id, tr.side, tr.judged,
+       CASE WHEN tr.judged THEN tr.score END AS r_judge,
+       CASE WHEN tr.verified IS NULL THEN NULL WHEN tr.verified THEN 1.0 ELSE 0.0 END AS r_outcome
+FROM trajectories tr
+WHERE tr.source IN (SELECT source FROM verl_sources)
+  AND (tr.source <> 'albedo' OR tr.judged);
+
+-- A trajectory's own turns: an Albedo side's scored outputs, every turn of
+-- the others. parsed: exactly one bash block and no unclosed <think>.
+-- exits: the recorded exit (the submit command, its observation, or the exit record).
+CREATE VIEW verl_turns AS
+SELECT u.traj_id, u.t, u.msg_idx, u.turn_sha,
+       coalesce(u.n_bash_blocks = 1 AND NOT coalesce(u.think_unclosed, false), false) AS parsed,
+       u.submit_signal IS NOT NULL AS exits,
+       CASE WHEN tr.judged THEN c.credit > 0 ELSE l.earns_credit END AS label,
+       CASE WHEN tr.judged THEN 'judge' ELSE 'scorer' END AS label_source,
+       CASE WHEN tr.judged THEN NULL ELSE l.model_id END AS label_model
+FROM verl_trajectories tr
+JOIN turns u ON u.traj_id = tr.traj_id AND (NOT tr.judged OR u.candidate_n IS NOT NULL)
+LEFT JOIN turn_credit c ON c.traj_id = u.traj_id AND c.turn_sha = u.turn_sha
+LEFT JOIN turn_labels l ON l.traj_id = u.traj_id AND l.turn_sha = u.turn_sha;

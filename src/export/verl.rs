@@ -1,0 +1,768 @@
+//! The verl export (`../shared/docs/verl-export.md`): one trajectory per
+//! line with its own turns in `t` order, each with the exact recorded
+//! messages before it as the prompt, the recorded assistant content as the
+//! response and `r_turn` from its label (judge credit, or the turn-credit
+//! model's label, joined by `turn_sha`); per trajectory the strict
+//! `r_format`, `r_exit` from the recorded exit, `r_outcome` and `r_judge`.
+//! Beside it: verl's RL Parquet, a multi-turn SFT Parquet and a summary.
+//! Labels from the model need its calibration report with kappa at or above
+//! the threshold; otherwise nothing is written.
+
+use arrow::datatypes::{DataType, Field, Fields, Schema, SchemaRef};
+use arrow::record_batch::RecordBatch;
+use futures::StreamExt;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::columns::{bools, f64s, i64s, strings};
+use crate::engine::{self, EngineError};
+use crate::lake::{table_schema, Lake, LakeError};
+use crate::pipeline::sqlstep::run_script;
+use crate::scorer::store;
+use crate::scorer::turns::TurnReport;
+use crate::source::derive::sha256_hex;
+
+pub const SQL: (&str, &str) = (
+    "sql/verl_export.sql",
+    include_str!("../../sql/verl_export.sql"),
+);
+
+/// The files an export writes, in manifest order.
+pub const FILES: [&str; 4] = [
+    "trajectories.jsonl",
+    "rl.parquet",
+    "sft.parquet",
+    "summary.json",
+];
+
+#[derive(Debug, thiserror::Error)]
+pub enum VerlError {
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error(transparent)]
+    Lake(#[from] LakeError),
+    #[error("{0}")]
+    Refused(String),
+    #[error(
+        "trajectory {traj_id}: {reason}; refusing to export (the prompt is never re-assembled)"
+    )]
+    Integrity { traj_id: String, reason: String },
+    #[error("trajectory {traj_id}, turn {t}: no label ({hint})")]
+    NoLabel {
+        traj_id: String,
+        t: i64,
+        hint: String,
+    },
+    #[error("reading the lake")]
+    Query(#[from] datafusion::error::DataFusionError),
+    #[error("writing the export")]
+    Io(#[from] std::io::Error),
+    #[error("writing Parquet")]
+    Arrow(#[from] arrow::error::ArrowError),
+    #[error("writing Parquet")]
+    Parquet(#[from] parquet::errors::ParquetError),
+}
+
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+pub struct VerlOptions {
+    pub sources: Vec<String>,
+    /// Least held-out kappa of the turn-credit model whose labels are exported.
+    pub min_kappa: f64,
+    /// The trainer's weight of the trajectory-level advantage.
+    pub alpha: f64,
+}
+
+/// `r_exit` from the recorded exit and the last turn with a true label.
+pub fn r_exit(t_exit: Option<i64>, t_last_evidence: Option<i64>) -> Option<f64> {
+    match (t_exit, t_last_evidence) {
+        (None, _) => None,
+        (Some(_), None) => Some(-0.5),
+        (Some(e), Some(l)) if e == l => Some(0.0),
+        (Some(e), Some(l)) if e < l => Some(-0.75),
+        _ => Some(-0.5),
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Message {
+    pub role: String,
+    pub content: String,
+}
+
+#[derive(Debug, Serialize)]
+struct TurnOut<'a> {
+    t: i64,
+    turn_sha: &'a str,
+    prompt: &'a [Message],
+    response: &'a str,
+    r_turn: i64,
+    parsed: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct TrajectoryOut<'a> {
+    trajectory_id: &'a str,
+    source: &'a str,
+    sample_id: Option<&'a str>,
+    side: Option<&'a str>,
+    turns: Vec<TurnOut<'a>>,
+    r_exit: Option<f64>,
+    r_format: i64,
+    r_outcome: Option<f64>,
+    r_judge: Option<f64>,
+    t_exit: Option<i64>,
+    t_last_evidence: Option<i64>,
+    label_source: &'a str,
+}
+
+#[derive(Debug, Serialize)]
+struct RewardModel {
+    style: &'static str,
+    ground_truth: String,
+}
+
+#[derive(Debug, Serialize)]
+struct ExtraInfo<'a> {
+    split: &'static str,
+    index: i64,
+    trajectory_id: &'a str,
+    source: &'a str,
+    sample_id: Option<&'a str>,
+    side: Option<&'a str>,
+    label_source: &'a str,
+    alpha: f64,
+    turn_t: Vec<i64>,
+    r_turn: Vec<i64>,
+    r_format: i64,
+    r_exit: Option<f64>,
+    r_outcome: Option<f64>,
+    r_judge: Option<f64>,
+    t_exit: Option<i64>,
+    t_last_evidence: Option<i64>,
+}
+
+#[derive(Debug, Serialize)]
+struct RlRow<'a> {
+    data_source: String,
+    prompt: &'a [Message],
+    ability: &'static str,
+    reward_model: RewardModel,
+    extra_info: ExtraInfo<'a>,
+}
+
+#[derive(Debug, Serialize)]
+struct SftRow<'a> {
+    trajectory_id: &'a str,
+    messages: &'a [Message],
+}
+
+fn message_list() -> DataType {
+    let message = Fields::from(vec![
+        Field::new("role", DataType::Utf8, false),
+        Field::new("content", DataType::Utf8, false),
+    ]);
+    DataType::List(Arc::new(Field::new(
+        "item",
+        DataType::Struct(message),
+        true,
+    )))
+}
+
+/// The columns verl's RLHFDataset reads (`data_source`, `prompt`, `ability`,
+/// `reward_model{style, ground_truth}`, `extra_info`).
+pub fn rl_schema() -> SchemaRef {
+    let ints = DataType::List(Arc::new(Field::new("item", DataType::Int64, true)));
+    Arc::new(Schema::new(vec![
+        Field::new("data_source", DataType::Utf8, false),
+        Field::new("prompt", message_list(), false),
+        Field::new("ability", DataType::Utf8, false),
+        Field::new(
+            "reward_model",
+            DataType::Struct(Fields::from(vec![
+                Field::new("style", DataType::Utf8, false),
+                Field::new("ground_truth", DataType::Utf8, false),
+            ])),
+            false,
+        ),
+        Field::new(
+            "extra_info",
+            DataType::Struct(Fields::from(vec![
+                Field::new("split", DataType::Utf8, false),
+                Field::new("index", DataType::Int64, false),
+                Field::new("trajectory_id", DataType::Utf8, false),
+                Field::new("source", DataType::Utf8, false),
+                Field::new("sample_id", DataType::Utf8, true),
+                Field::new("side", DataType::Utf8, true),
+                Field::new("label_source", DataType::Utf8, false),
+                Field::new("alpha", DataType::Float64, false),
+                Field::new("turn_t", ints.clone(), false),
+                Field::new("r_turn", ints, false),
+                Field::new("r_format", DataType::Int64, false),
+                Field::new("r_exit", DataType::Float64, true),
+                Field::new("r_outcome", DataType::Float64, true),
+                Field::new("r_judge", DataType::Float64, true),
+                Field::new("t_exit", DataType::Int64, true),
+                Field::new("t_last_evidence", DataType::Int64, true),
+            ])),
+            false,
+        ),
+    ]))
+}
+
+/// The columns verl's MultiTurnSFTDataset reads (`messages`), with the trajectory.
+pub fn sft_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("trajectory_id", DataType::Utf8, false),
+        Field::new("messages", message_list(), false),
+    ]))
+}
+
+/// What an export wrote, as its summary file says it.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct VerlSummary {
+    pub trajectories: u64,
+    pub turns: u64,
+    pub r_turn_positive: u64,
+    pub r_turn_negative: u64,
+    pub r_format_pass: u64,
+    pub r_format_pass_rate: f64,
+    /// Trajectories by `t_last_evidence`.
+    pub t_last_evidence: BTreeMap<i64, u64>,
+    /// Trajectories where no turn's label is true (`t_last_evidence` null).
+    pub t_last_evidence_null: u64,
+    /// Trajectories by `r_exit` ("null" where no exit is recorded).
+    pub r_exit: BTreeMap<String, u64>,
+    pub r_outcome_null: u64,
+    pub by_source: BTreeMap<String, u64>,
+    /// Turns by where their label came from (`judge`, `scorer`).
+    pub label_sources: BTreeMap<String, u64>,
+    /// The turn-credit model whose labels were exported, and its held-out kappa.
+    pub calibration: Option<Calibration>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Calibration {
+    pub model_id: String,
+    pub kappa: f64,
+    pub min_kappa: f64,
+}
+
+/// A distribution key: the value, or "null".
+fn key(v: Option<f64>) -> String {
+    v.map_or("null".to_string(), |v| v.to_string())
+}
+
+/// A trajectory's facts and own turns, from `verl_trajectories` and `verl_turns`.
+struct Trajectory {
+    source: String,
+    sample_id: Option<String>,
+    side: Option<String>,
+    r_judge: Option<f64>,
+    r_outcome: Option<f64>,
+    judged: bool,
+    turns: Vec<Turn>,
+}
+
+struct Turn {
+    t: i64,
+    msg_idx: i64,
+    turn_sha: String,
+    parsed: bool,
+    exits: bool,
+    label: Option<bool>,
+}
+
+fn empty_table(ctx: &datafusion::prelude::SessionContext, name: &str) -> Result<(), VerlError> {
+    if !ctx.table_exist(name)? {
+        let schema = table_schema(name)?.schema;
+        ctx.register_batch(name, RecordBatch::new_empty(schema))?;
+    }
+    Ok(())
+}
+
+/// Load the exported trajectories and their labelled turns; refuse scorer
+/// labels without a good enough calibration report.
+async fn plan(
+    ctx: &datafusion::prelude::SessionContext,
+    lake: &Lake,
+    opts: &VerlOptions,
+) -> Result<(BTreeMap<String, Trajectory>, Option<Calibration>), VerlError> {
+    let sources = RecordBatch::try_new(
+        Arc::new(Schema::new(vec![Field::new(
+            "source",
+            DataType::Utf8,
+            false,
+        )])),
+        vec![Arc::new(arrow::array::StringArray::from(
+            opts.sources.clone(),
+        ))],
+    )?;
+    ctx.register_batch("verl_sources", sources)?;
+    for (table, hint) in [
+        ("trajectories", "run turnlake ingest first"),
+        ("turns", "run turnlake ingest first"),
+        ("messages", "run turnlake ingest first"),
+    ] {
+        if !ctx.table_exist(table)? {
+            return Err(VerlError::Refused(format!(
+                "the lake has no {table} table: {hint}"
+            )));
+        }
+    }
+    if opts.sources.iter().any(|s| s == "albedo") && !ctx.table_exist("turn_credit")? {
+        return Err(VerlError::Refused(
+            "the lake has no turn_credit table for the judged turns: run turnlake credit first"
+                .into(),
+        ));
+    }
+    empty_table(ctx, "turn_credit")?;
+    empty_table(ctx, "turn_labels")?;
+    run_script(ctx, SQL.0, SQL.1).await?;
+
+    let facts = engine::run_sql(
+        ctx,
+        "SELECT * FROM verl_trajectories ORDER BY traj_id",
+        "verl trajectories",
+    )
+    .await?;
+    let mut out = BTreeMap::new();
+    let (ids, source, sample, side) = (
+        strings(&facts, "traj_id"),
+        strings(&facts, "source"),
+        strings(&facts, "sample_id"),
+        strings(&facts, "side"),
+    );
+    let (judge, outcome, judged) = (
+        f64s(&facts, "r_judge"),
+        f64s(&facts, "r_outcome"),
+        bools(&facts, "judged"),
+    );
+    for i in 0..ids.len() {
+        out.insert(
+            ids[i].clone().unwrap_or_default(),
+            Trajectory {
+                source: source[i].clone().unwrap_or_default(),
+                sample_id: sample[i].clone(),
+                side: side[i].clone(),
+                r_judge: judge[i],
+                r_outcome: outcome[i],
+                judged: judged[i].unwrap_or(false),
+                turns: Vec::new(),
+            },
+        );
+    }
+    let turns = engine::run_sql(
+        ctx,
+        "SELECT * FROM verl_turns ORDER BY traj_id, t",
+        "verl turns",
+    )
+    .await?;
+    let (traj, t, msg_idx, sha) = (
+        strings(&turns, "traj_id"),
+        i64s(&turns, "t"),
+        i64s(&turns, "msg_idx"),
+        strings(&turns, "turn_sha"),
+    );
+    let (parsed, exits, label, model) = (
+        bools(&turns, "parsed"),
+        bools(&turns, "exits"),
+        bools(&turns, "label"),
+        strings(&turns, "label_model"),
+    );
+    let mut scorer_models: BTreeMap<String, u64> = BTreeMap::new();
+    for i in 0..traj.len() {
+        let id = traj[i].clone().unwrap_or_default();
+        let Some(tr) = out.get_mut(&id) else { continue };
+        if !tr.judged {
+            if let Some(m) = &model[i] {
+                *scorer_models.entry(m.clone()).or_default() += 1;
+            }
+        }
+        tr.turns.push(Turn {
+            t: t[i].unwrap_or(0),
+            msg_idx: msg_idx[i].unwrap_or(-1),
+            turn_sha: sha[i].clone().unwrap_or_default(),
+            parsed: parsed[i].unwrap_or(false),
+            exits: exits[i].unwrap_or(false),
+            label: label[i],
+        });
+    }
+    let unjudged_turns = out
+        .values()
+        .filter(|t| !t.judged)
+        .map(|t| t.turns.len())
+        .sum::<usize>();
+    let calibration = if unjudged_turns == 0 {
+        None
+    } else {
+        let report: TurnReport = store::load_report(lake, store::TURN_CREDIT, "")
+            .await
+            .map_err(|_| {
+                VerlError::Refused(format!(
+                    "{unjudged_turns} exported turns carry the local scorer's labels, and the lake has no calibration \
+                     report of the turn-credit model: run `turnlake scorer eval` (after `turnlake scorer fit` and \
+                     `turnlake scorer label`); nothing was written"
+                ))
+            })?;
+        let kappa = report.kappa.unwrap_or(f64::NEG_INFINITY);
+        if kappa < opts.min_kappa {
+            return Err(VerlError::Refused(format!(
+                "the turn-credit model {} has held-out kappa {} below --min-kappa {}: its labels are not \
+                 exported (refit and recalibrate with `turnlake scorer fit` and `turnlake scorer eval`, or export \
+                 --sources albedo); nothing was written",
+                report.model_id,
+                report.kappa.map_or("n/a".into(), |k| format!("{k:.3}")),
+                opts.min_kappa
+            )));
+        }
+        if let Some(other) = scorer_models.keys().find(|m| **m != report.model_id) {
+            return Err(VerlError::Refused(format!(
+                "turn_labels come from model {other} but the calibration report is of model {}: run \
+                 `turnlake scorer label` and `turnlake scorer eval` again; nothing was written",
+                report.model_id
+            )));
+        }
+        Some(Calibration {
+            model_id: report.model_id,
+            kappa,
+            min_kappa: opts.min_kappa,
+        })
+    };
+    Ok((out, calibration))
+}
+
+/// The files being written, in a scratch folder.
+struct Writers {
+    jsonl: std::io::BufWriter<std::fs::File>,
+    rl: parquet::arrow::ArrowWriter<std::fs::File>,
+    sft: parquet::arrow::ArrowWriter<std::fs::File>,
+    rl_rows: Vec<u8>,
+    sft_rows: Vec<u8>,
+    pending: usize,
+}
+
+const PARQUET_BATCH: usize = 256;
+
+impl Writers {
+    fn create(dir: &Path) -> Result<Writers, VerlError> {
+        let file = |name: &str| std::fs::File::create(dir.join(name));
+        Ok(Writers {
+            jsonl: std::io::BufWriter::new(file(FILES[0])?),
+            rl: parquet::arrow::ArrowWriter::try_new(file(FILES[1])?, rl_schema(), None)?,
+            sft: parquet::arrow::ArrowWriter::try_new(file(FILES[2])?, sft_schema(), None)?,
+            rl_rows: Vec::new(),
+            sft_rows: Vec::new(),
+            pending: 0,
+        })
+    }
+
+    fn flush_parquet(&mut self) -> Result<(), VerlError> {
+        for (rows, writer, schema) in [
+            (&mut self.rl_rows, &mut self.rl, rl_schema()),
+            (&mut self.sft_rows, &mut self.sft, sft_schema()),
+        ] {
+            if rows.is_empty() {
+                continue;
+            }
+            let reader = arrow::json::ReaderBuilder::new(schema)
+                .with_batch_size(PARQUET_BATCH)
+                .build(std::io::Cursor::new(std::mem::take(rows)))?;
+            for batch in reader {
+                writer.write(&batch?)?;
+            }
+        }
+        self.pending = 0;
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<(), VerlError> {
+        self.flush_parquet()?;
+        self.jsonl.flush()?;
+        self.rl.close()?;
+        self.sft.close()?;
+        Ok(())
+    }
+}
+
+/// Assemble one trajectory from its recorded messages and write its line and rows.
+fn write_trajectory(
+    w: &mut Writers,
+    summary: &mut VerlSummary,
+    opts: &VerlOptions,
+    id: &str,
+    tr: &Trajectory,
+    messages: &[Message],
+) -> Result<(), VerlError> {
+    let label_source = if tr.judged { "judge" } else { "scorer" };
+    let mut turns = Vec::with_capacity(tr.turns.len());
+    for turn in &tr.turns {
+        let label = turn.label.ok_or_else(|| VerlError::NoLabel {
+            traj_id: id.to_string(),
+            t: turn.t,
+            hint: if tr.judged {
+                "turn_credit is older than the lake's turns: run turnlake credit".into()
+            } else {
+                "turn_labels is older than the lake's turns: run turnlake scorer label".into()
+            },
+        })?;
+        let at = usize::try_from(turn.msg_idx)
+            .ok()
+            .filter(|&i| i < messages.len())
+            .ok_or_else(|| VerlError::Integrity {
+                traj_id: id.to_string(),
+                reason: format!("turn {} has no recorded message {}", turn.t, turn.msg_idx),
+            })?;
+        turns.push(TurnOut {
+            t: turn.t,
+            turn_sha: &turn.turn_sha,
+            prompt: &messages[..at],
+            response: &messages[at].content,
+            r_turn: if label { 1 } else { -1 },
+            parsed: turn.parsed,
+        });
+    }
+    let t_exit = tr.turns.iter().find(|t| t.exits).map(|t| t.t);
+    let t_last_evidence = tr
+        .turns
+        .iter()
+        .filter(|t| t.label == Some(true))
+        .map(|t| t.t)
+        .max();
+    let r_format = tr.turns.iter().all(|t| t.parsed) as i64;
+    let out = TrajectoryOut {
+        trajectory_id: id,
+        source: &tr.source,
+        sample_id: tr.sample_id.as_deref(),
+        side: tr.side.as_deref(),
+        r_exit: r_exit(t_exit, t_last_evidence),
+        r_format,
+        r_outcome: tr.r_outcome,
+        r_judge: tr.r_judge,
+        t_exit,
+        t_last_evidence,
+        label_source,
+        turns,
+    };
+    serde_json::to_writer(&mut w.jsonl, &out).map_err(std::io::Error::from)?;
+    w.jsonl.write_all(b"\n")?;
+
+    let first = tr
+        .turns
+        .first()
+        .map_or(messages.len(), |t| t.msg_idx as usize);
+    let last = tr
+        .turns
+        .last()
+        .map_or(messages.len(), |t| t.msg_idx as usize + 1);
+    let r_turn: Vec<i64> = out.turns.iter().map(|t| t.r_turn).collect();
+    let ground_truth = serde_json::json!({
+        "r_turn": r_turn, "r_format": r_format, "r_exit": out.r_exit, "r_outcome": out.r_outcome,
+        "r_judge": out.r_judge, "alpha": opts.alpha,
+    });
+    let rl = RlRow {
+        data_source: format!("turnlake/{}", tr.source),
+        prompt: &messages[..first],
+        ability: "coding-agent",
+        reward_model: RewardModel {
+            style: "turnlake",
+            ground_truth: ground_truth.to_string(),
+        },
+        extra_info: ExtraInfo {
+            split: "train",
+            index: summary.trajectories as i64,
+            trajectory_id: id,
+            source: &tr.source,
+            sample_id: tr.sample_id.as_deref(),
+            side: tr.side.as_deref(),
+            label_source,
+            alpha: opts.alpha,
+            turn_t: out.turns.iter().map(|t| t.t).collect(),
+            r_turn,
+            r_format,
+            r_exit: out.r_exit,
+            r_outcome: out.r_outcome,
+            r_judge: out.r_judge,
+            t_exit,
+            t_last_evidence,
+        },
+    };
+    serde_json::to_writer(&mut w.rl_rows, &rl).map_err(std::io::Error::from)?;
+    w.rl_rows.push(b'\n');
+    let sft = SftRow {
+        trajectory_id: id,
+        messages: &messages[..last],
+    };
+    serde_json::to_writer(&mut w.sft_rows, &sft).map_err(std::io::Error::from)?;
+    w.sft_rows.push(b'\n');
+    w.pending += 1;
+    if w.pending >= PARQUET_BATCH {
+        w.flush_parquet()?;
+    }
+
+    summary.trajectories += 1;
+    summary.turns += out.turns.len() as u64;
+    summary.r_turn_positive += out.turns.iter().filter(|t| t.r_turn == 1).count() as u64;
+    summary.r_turn_negative += out.turns.iter().filter(|t| t.r_turn == -1).count() as u64;
+    summary.r_format_pass += r_format as u64;
+    match t_last_evidence {
+        Some(t) => *summary.t_last_evidence.entry(t).or_default() += 1,
+        None => summary.t_last_evidence_null += 1,
+    }
+    *summary.r_exit.entry(key(out.r_exit)).or_default() += 1;
+    summary.r_outcome_null += out.r_outcome.is_none() as u64;
+    *summary.by_source.entry(tr.source.clone()).or_default() += 1;
+    *summary
+        .label_sources
+        .entry(label_source.to_string())
+        .or_default() += out.turns.len() as u64;
+    Ok(())
+}
+
+/// One trajectory's recorded messages, checked against their stored hashes.
+type Group = (String, Vec<Message>);
+
+/// Write the export's files into the local folder `dir`.
+pub async fn write(lake: &Lake, opts: &VerlOptions, dir: &Path) -> Result<VerlSummary, VerlError> {
+    let ctx = engine::session(lake).await?;
+    let (trajectories, calibration) = plan(&ctx, lake, opts).await?;
+    let stream = ctx
+        .sql(
+            "SELECT m.traj_id, m.idx, m.role, m.content, m.content_sha FROM messages m \
+             WHERE m.traj_id IN (SELECT traj_id FROM verl_trajectories) ORDER BY m.traj_id, m.idx",
+        )
+        .await?
+        .execute_stream()
+        .await?;
+
+    // Assembly and file writes run on a blocking thread, fed one trajectory at a time.
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Group>(64);
+    let (dir_owned, opts_owned) = (dir.to_path_buf(), opts.clone());
+    let writer = tokio::task::spawn_blocking(move || -> Result<VerlSummary, VerlError> {
+        let mut w = Writers::create(&dir_owned)?;
+        let mut summary = VerlSummary {
+            calibration,
+            ..VerlSummary::default()
+        };
+        let mut pending = trajectories.iter().peekable();
+        while let Some((id, messages)) = rx.blocking_recv() {
+            // Trajectories are in traj_id order on both sides; one without messages is an error.
+            let Some((next, tr)) = pending.next() else {
+                break;
+            };
+            if *next != id {
+                return Err(VerlError::Integrity {
+                    traj_id: next.min(&id).clone(),
+                    reason: "no recorded messages".into(),
+                });
+            }
+            write_trajectory(&mut w, &mut summary, &opts_owned, &id, tr, &messages)?;
+        }
+        if let Some((next, _)) = pending.next() {
+            return Err(VerlError::Integrity {
+                traj_id: next.clone(),
+                reason: "no recorded messages".into(),
+            });
+        }
+        summary.r_format_pass_rate =
+            summary.r_format_pass as f64 / summary.trajectories.max(1) as f64;
+        w.finish()?;
+        Ok(summary)
+    });
+
+    let feed = async {
+        let mut stream = stream;
+        let mut current: Option<Group> = None;
+        while let Some(batch) = stream.next().await {
+            let batch = batch?;
+            let b = std::slice::from_ref(&batch);
+            let (ids, idx, role, content, sha) = (
+                strings(b, "traj_id"),
+                i64s(b, "idx"),
+                strings(b, "role"),
+                strings(b, "content"),
+                strings(b, "content_sha"),
+            );
+            for i in 0..ids.len() {
+                let id = ids[i].clone().unwrap_or_default();
+                if current.as_ref().is_some_and(|(c, _)| *c != id)
+                    && tx.send(current.take().expect("checked")).await.is_err()
+                {
+                    return Ok(());
+                }
+                let group = current.get_or_insert_with(|| (id.clone(), Vec::new()));
+                let text = content[i].clone().unwrap_or_default();
+                if idx[i] != Some(group.1.len() as i64) {
+                    return Err(VerlError::Integrity {
+                        traj_id: id,
+                        reason: format!("message {} is missing", group.1.len()),
+                    });
+                }
+                if sha[i].as_deref() != Some(sha256_hex(text.as_bytes()).as_str()) {
+                    return Err(VerlError::Integrity {
+                        traj_id: id,
+                        reason: format!(
+                            "message {} does not match its stored content hash",
+                            group.1.len()
+                        ),
+                    });
+                }
+                group.1.push(Message {
+                    role: role[i].clone().unwrap_or_default(),
+                    content: text,
+                });
+            }
+        }
+        if let Some(group) = current.take() {
+            let _ = tx.send(group).await;
+        }
+        Ok::<(), VerlError>(())
+    };
+    let fed = feed.await;
+    drop(tx);
+    let written = writer
+        .await
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
+    fed?;
+    let summary = written?;
+    let mut body = serde_json::to_vec_pretty(&summary).map_err(std::io::Error::from)?;
+    body.push(b'\n');
+    std::fs::write(dir.join(FILES[3]), body)?;
+    Ok(summary)
+}
+
+/// A local scratch folder for an export to `out`: beside it when local (so
+/// publishing is a rename), else in the temporary folder.
+pub fn scratch_for(out: &crate::storage::Location) -> std::io::Result<tempfile::TempDir> {
+    match out.as_local() {
+        Some(p) => {
+            let parent: PathBuf = p
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| PathBuf::from("."));
+            std::fs::create_dir_all(&parent)?;
+            tempfile::Builder::new()
+                .prefix(".verl-export")
+                .tempdir_in(parent)
+        }
+        None => tempfile::tempdir(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn r_exit_follows_the_contract() {
+        assert_eq!(r_exit(None, Some(3)), None);
+        assert_eq!(r_exit(None, None), None);
+        assert_eq!(r_exit(Some(5), None), Some(-0.5));
+        assert_eq!(r_exit(Some(5), Some(5)), Some(0.0));
+        assert_eq!(r_exit(Some(5), Some(7)), Some(-0.75));
+        assert_eq!(r_exit(Some(8), Some(6)), Some(-0.5));
+    }
+}
