@@ -670,9 +670,12 @@ mod tests {
         };
         let (rj, rp) = (rank(&judge_means), rank(&pred_means));
         let d2: f64 = rj.iter().zip(&rp).map(|(a, b)| (a - b).powi(2)).sum();
-        if rj.iter().chain(&rp).all(|r| r.fract() == 0.0) {
-            close(r.model_spearman, 1.0 - 6.0 * d2 / (3.0 * (9.0 - 1.0)));
-        }
+        // The fixture's model means have no ties, so the rank-difference formula holds.
+        assert!(
+            rj.iter().chain(&rp).all(|r| r.fract() == 0.0),
+            "{rj:?} {rp:?}"
+        );
+        close(r.model_spearman, 1.0 - 6.0 * d2 / (3.0 * (9.0 - 1.0)));
         assert_eq!(r.models, 3);
 
         // Pairs: s1, s2, s3 (king side index, challenger side index).

@@ -128,7 +128,10 @@ fn verl_export_of_the_fixture_follows_the_contract() {
         &format!("SELECT t, msg_idx FROM turns WHERE traj_id = '{CHALLENGER}' ORDER BY t"),
     );
     for t in rows[0]["turns"].as_array().unwrap() {
-        let at: usize = msg_idx.iter().find(|m| m[0] == t["t"].as_i64().unwrap().to_string()).unwrap()[1]
+        let at: usize = msg_idx
+            .iter()
+            .find(|m| m[0] == t["t"].as_i64().unwrap().to_string())
+            .unwrap()[1]
             .parse()
             .unwrap();
         let prompt = t["prompt"].as_array().unwrap();
