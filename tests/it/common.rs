@@ -71,6 +71,20 @@ pub fn synth_corpus(
     serde_json::from_slice(&std::fs::read(out.join("truth.json")).unwrap()).unwrap()
 }
 
+/// Ingest a synthetic corpus's three sources into `lake`.
+pub fn ingest_corpus(lake: &Path, corpus: &Path) {
+    for (kind, dir) in [
+        ("albedo", "albedo"),
+        ("mini-coder", "mini-coder"),
+        ("mswea", "mswea"),
+    ] {
+        ok(run(
+            lake,
+            &["ingest", kind, corpus.join(dir).to_str().unwrap()],
+        ));
+    }
+}
+
 /// The output of a command that must succeed.
 pub fn ok(o: Output) -> Output {
     assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));

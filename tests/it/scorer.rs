@@ -24,16 +24,7 @@ fn scored_lake(root: &Path) -> (std::path::PathBuf, serde_json::Value) {
     let corpus = root.join("corpus");
     let truth = synth_corpus(&corpus, 11, (12, 20, 40, 4), None);
     let lake = root.join("lake");
-    for (kind, dir) in [
-        ("albedo", "albedo"),
-        ("mini-coder", "mini-coder"),
-        ("mswea", "mswea"),
-    ] {
-        ok(run(
-            &lake,
-            &["ingest", kind, corpus.join(dir).to_str().unwrap()],
-        ));
-    }
+    ingest_corpus(&lake, &corpus);
     ok(run(&lake, &["credit"]));
     (lake, truth)
 }

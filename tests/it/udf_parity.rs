@@ -115,16 +115,7 @@ fn udfs_match_ingest_on_a_whole_synthetic_corpus() {
     let corpus = tmp.path().join("corpus");
     let lake = tmp.path().join("lake");
     synth_corpus(&corpus, 7, (4, 12, 200, 24), None);
-    for (kind, dir) in [
-        ("albedo", "albedo"),
-        ("mini-coder", "mini-coder"),
-        ("mswea", "mswea"),
-    ] {
-        ok(run(
-            &lake,
-            &["ingest", kind, corpus.join(dir).to_str().unwrap()],
-        ));
-    }
+    ingest_corpus(&lake, &corpus);
     let cov = assert_parity(&lake, "the synthetic corpus");
     for fmt in ["RETURNCODE", "OPENHANDS", "SWE_AGENT"] {
         for col in ["failed_obs", "ok_obs"] {

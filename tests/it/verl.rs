@@ -27,6 +27,13 @@ fn fixture_lake(root: &Path) -> PathBuf {
     lake
 }
 
+/// `turnlake export verl --out OUT EXTRA...`.
+fn export(lake: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["export", "verl", "--out", out.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    run(lake, &args)
+}
+
 fn lines(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap()
@@ -40,17 +47,7 @@ fn verl_export_of_the_fixture_follows_the_contract() {
     let tmp = tempfile::tempdir().unwrap();
     let lake = fixture_lake(tmp.path());
     let out = tmp.path().join("verl");
-    let o = ok(run(
-        &lake,
-        &[
-            "export",
-            "verl",
-            "--out",
-            out.to_str().unwrap(),
-            "--sources",
-            "albedo",
-        ],
-    ));
+    let o = ok(export(&lake, &out, &["--sources", "albedo"]));
     assert!(
         stdout(&o).contains("2 trajectories, 9 turns"),
         "{}",
@@ -237,17 +234,7 @@ fn verl_export_refuses_messages_that_fail_their_hash() {
         w.finish().await.unwrap();
     });
     let out = tmp.path().join("verl");
-    let o = run(
-        &lake,
-        &[
-            "export",
-            "verl",
-            "--out",
-            out.to_str().unwrap(),
-            "--sources",
-            "albedo",
-        ],
-    );
+    let o = export(&lake, &out, &["--sources", "albedo"]);
     assert!(!o.status.success());
     let err = stderr(&o);
     assert!(err.contains(KING) && err.contains("content hash"), "{err}");
@@ -268,17 +255,7 @@ fn verl_export_refuses_scorer_labels_without_calibration() {
         ],
     ));
     let out = tmp.path().join("verl");
-    let o = run(
-        &lake,
-        &[
-            "export",
-            "verl",
-            "--out",
-            out.to_str().unwrap(),
-            "--sources",
-            "mswea",
-        ],
-    );
+    let o = export(&lake, &out, &["--sources", "mswea"]);
     assert!(!o.status.success());
     assert!(
         stderr(&o).contains("turnlake scorer eval"),
@@ -294,16 +271,7 @@ fn verl_export_of_a_synthetic_corpus_matches_the_lake_and_reads_back_in_pyarrow(
     let corpus = tmp.path().join("corpus");
     synth_corpus(&corpus, 5, (6, 12, 30, 4), None);
     let lake = tmp.path().join("lake");
-    for (kind, dir) in [
-        ("albedo", "albedo"),
-        ("mini-coder", "mini-coder"),
-        ("mswea", "mswea"),
-    ] {
-        ok(run(
-            &lake,
-            &["ingest", kind, corpus.join(dir).to_str().unwrap()],
-        ));
-    }
+    ingest_corpus(&lake, &corpus);
     for step in [
         &["credit"][..],
         &["scorer", "features"],
@@ -322,17 +290,7 @@ fn verl_export_of_a_synthetic_corpus_matches_the_lake_and_reads_back_in_pyarrow(
     // A threshold above the model's kappa refuses, writing nothing.
     let out = tmp.path().join("verl");
     let above = format!("{}", (kappa + 0.01).min(1.0));
-    let o = run(
-        &lake,
-        &[
-            "export",
-            "verl",
-            "--out",
-            out.to_str().unwrap(),
-            "--min-kappa",
-            &above,
-        ],
-    );
+    let o = export(&lake, &out, &["--min-kappa", &above]);
     assert!(
         !o.status.success() && stderr(&o).contains("below --min-kappa"),
         "{}",
@@ -341,17 +299,7 @@ fn verl_export_of_a_synthetic_corpus_matches_the_lake_and_reads_back_in_pyarrow(
     assert!(!out.exists());
 
     let below = format!("{}", kappa - 0.01);
-    ok(run(
-        &lake,
-        &[
-            "export",
-            "verl",
-            "--out",
-            out.to_str().unwrap(),
-            "--min-kappa",
-            &below,
-        ],
-    ));
+    ok(export(&lake, &out, &["--min-kappa", &below]));
     let summary: Value =
         serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
     let n = |q: &str| scalar(&lake, q).parse::<u64>().unwrap();
