@@ -59,10 +59,10 @@ pub async fn save(lake: &Lake, meta: &ModelMeta, model_json: &str) -> ScorerResu
 }
 
 async fn read_json<T: DeserializeOwned>(at: &Location, hint: &str) -> ScorerResult<T> {
-    let bytes = at.read().await.map_err(|e| ScorerError::Model {
-        location: at.to_string(),
-        reason: format!("{e} ({hint})"),
-    })?;
+    let bytes = at
+        .read()
+        .await
+        .map_err(|e| ScorerError::Data(format!("{e} ({hint})")))?;
     serde_json::from_slice(&bytes).map_err(|e| ScorerError::Model {
         location: at.to_string(),
         reason: e.to_string(),
