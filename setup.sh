@@ -7,6 +7,10 @@
 #                   bundled XGBoost and generate its bindings (the scorer)
 #   s3s-fs 0.14.1   a local S3-compatible server the S3 tests start on
 #                   loopback (0.15+ needs a newer rustc than this toolchain)
+#   libtorch 2.13.0 the CPU libraries of PyTorch's wheel (tch 0.26 links exactly
+#                   this version), into $TOOLS/torch-2.13.0; `.tools/libtorch`
+#                   in the clone points at it, and .cargo/config.toml hands it
+#                   to the build as LIBTORCH
 #   pyarrow         in a Python venv ($TOOLS/py): the verl export test reads
 #                   the written Parquet back the way verl's datasets do
 #
@@ -17,6 +21,7 @@ set -euo pipefail
 TOOLS="${TURNLAKE_TOOLS:-$HOME/.cache/turnlake-tools}"
 S3S_FS_VERSION=0.14.1
 PYARROW_VERSION=17.0.0
+TORCH_VERSION=2.13.0
 DEBIAN_PACKAGES=(cmake libclang-dev g++)
 
 missing=()
@@ -44,3 +49,14 @@ if ! "$TOOLS/py/bin/python" -c "import pyarrow, sys; sys.exit(pyarrow.__version_
     python3 -m venv "$TOOLS/py"
     "$TOOLS/py/bin/pip" install --quiet --disable-pip-version-check "pyarrow==$PYARROW_VERSION"
 fi
+
+TORCH="$TOOLS/torch-$TORCH_VERSION"
+if [ ! -f "$TORCH/torch/lib/libtorch_cpu.so" ]; then
+    echo "setup: installing libtorch $TORCH_VERSION into $TORCH (once; about 1.2 GB)" >&2
+    rm -rf "$TORCH.partial"
+    "$TOOLS/py/bin/pip" install --quiet --disable-pip-version-check --no-deps --target "$TORCH.partial" \
+        "torch==$TORCH_VERSION" nvidia-cuda-runtime==13.0.96 nvidia-cuda-cupti==13.0.85
+    mv "$TORCH.partial" "$TORCH"
+fi
+mkdir -p "$(dirname "$0")/.tools"
+ln -sfn "$TORCH/torch" "$(dirname "$0")/.tools/libtorch"

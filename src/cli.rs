@@ -57,6 +57,8 @@ pub enum Command {
         #[command(subcommand)]
         what: cmd::scorer::ScorerCommand,
     },
+    /// Train a small Qwen2-architecture causal LM on a built mix (loss on train turns only).
+    Train(cmd::train::TrainArgs),
     /// Check that every train turn tokenizes and its label span decodes back exactly.
     Validate(cmd::validate::ValidateArgs),
     /// Tokenizer tools.
@@ -176,6 +178,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Optimize => cmd::maintain::optimize(&lake).await,
         Command::Unlock => cmd::snapshot::unlock(&lake).await,
         Command::Scorer { what } => cmd::scorer::run(&lake, what).await,
+        Command::Train(args) => cmd::train::run(&lake, args).await,
         Command::Validate(args) => cmd::validate::run(&lake, args).await,
         Command::Tokenizer { what } => cmd::tokenizer::run(what),
         Command::Demo(args) => cmd::demo::run(args).await,

@@ -19,5 +19,6 @@ pub mod source;
 pub mod storage;
 pub mod synth;
 pub mod tokenize;
+pub mod train;
 pub mod turn;
 pub mod udf;

@@ -198,3 +198,87 @@ pub fn credit_by_turn(report: &Report, path: &Path) -> PlotResult {
         .legend(|(x, y)| Circle::new((x + 10, y), 5, BLACK.filled()));
     finish(&mut chart, &root)
 }
+
+/// Series of (step, loss) drawn as lines, each with its label.
+pub type LossSeries<'a> = (&'a str, Vec<(i64, f64)>);
+
+/// Training loss per step and held-out loss per mix.
+pub fn loss_curve(series: &[LossSeries], path: &Path) -> PlotResult {
+    register_font();
+    let root = BitMapBackend::new(path, (900, 520)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let points = series.iter().flat_map(|(_, s)| s.iter());
+    let (mut max_step, mut max_loss, mut min_loss) = (1i64, 0.1f64, f64::MAX);
+    for (s, l) in points {
+        max_step = max_step.max(*s);
+        max_loss = max_loss.max(*l);
+        min_loss = min_loss.min(*l);
+    }
+    let min_loss = if min_loss == f64::MAX {
+        0.0
+    } else {
+        (min_loss * 0.9).max(0.0)
+    };
+    let mut chart = ChartBuilder::on(&root)
+        .caption("Loss", ("sans-serif", 22))
+        .margin(16)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0i64..max_step + 1, min_loss..max_loss * 1.05)?;
+    chart
+        .configure_mesh()
+        .x_desc("step")
+        .y_desc("cross-entropy (nats per trained token)")
+        .label_style(("sans-serif", 14))
+        .draw()?;
+    for (i, (label, s)) in series.iter().enumerate() {
+        let colour = Palette99::pick(i).to_rgba();
+        chart
+            .draw_series(LineSeries::new(s.iter().copied(), colour.stroke_width(2)))?
+            .label(*label)
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
+            });
+    }
+    finish(&mut chart, &root)
+}
+
+/// Held-out target loss of each candidate mix: one dot per seed, ranked left to right.
+pub fn sweep(candidates: &[(String, Vec<f64>)], path: &Path) -> PlotResult {
+    register_font();
+    let root = BitMapBackend::new(path, (900, 520)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let all: Vec<f64> = candidates
+        .iter()
+        .flat_map(|(_, v)| v.iter().copied())
+        .collect();
+    let lo = all.iter().copied().fold(f64::MAX, f64::min);
+    let hi = all.iter().copied().fold(f64::MIN, f64::max);
+    let pad = ((hi - lo) * 0.1).max(0.01);
+    let n = candidates.len() as i64;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            "Held-out target loss by candidate mix (best first)",
+            ("sans-serif", 22),
+        )
+        .margin(16)
+        .x_label_area_size(60)
+        .y_label_area_size(60)
+        .build_cartesian_2d(-1i64..n, (lo - pad)..(hi + pad))?;
+    let names: Vec<String> = candidates.iter().map(|(c, _)| c.clone()).collect();
+    chart
+        .configure_mesh()
+        .x_labels(candidates.len() + 2)
+        .x_label_formatter(&|i| names.get(*i as usize).cloned().unwrap_or_default())
+        .y_desc("held-out loss")
+        .label_style(("sans-serif", 12))
+        .draw()?;
+    chart
+        .draw_series(candidates.iter().enumerate().flat_map(|(i, (_, v))| {
+            v.iter()
+                .map(move |l| Circle::new((i as i64, *l), 5, BLUE.filled()))
+        }))?
+        .label("one seed")
+        .legend(|(x, y)| Circle::new((x + 10, y), 5, BLUE.filled()));
+    finish(&mut chart, &root)
+}

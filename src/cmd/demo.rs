@@ -37,6 +37,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         "pipeline.toml",
         "my-runs",
         "verl",
+        "runs",
     ];
     if dir.exists() {
         let foreign = std::fs::read_dir(&dir)
@@ -204,6 +205,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         snap.name, snap.lake_version, snap.name
     );
 
+    train(&lake, &dir).await?;
     scorer(&lake, &dir).await?;
     verl(&lake, &dir).await?;
 
@@ -319,5 +321,33 @@ async fn verl(lake: &Lake, dir: &std::path::Path) -> anyhow::Result<()> {
         out, manifest.lake_commit
     );
     super::export::print_verl_summary(&summary);
+    Ok(())
+}
+
+/// A tiny Qwen2-architecture model trained for a few steps on the mix.
+async fn train(lake: &Lake, dir: &std::path::Path) -> anyhow::Result<()> {
+    use crate::train::run::{self, TrainConfig};
+    println!("\n== train: a tiny model on sft_mix for a few steps (loss on train turns only)");
+    let cfg = TrainConfig {
+        steps: 8,
+        eval_every: 4,
+        checkpoint_every: 4,
+        ..TrainConfig::default_config()
+    };
+    let enc = super::validate::encoder(None, None, "")?;
+    let prepared = crate::train::prepare(
+        lake,
+        "sft_mix",
+        enc.as_ref(),
+        &crate::tokenize::template::ChatTemplate::chatml(),
+    )
+    .await?;
+    let data = prepared.dataset(cfg.seq_len, cfg.seed, cfg.heldout_share);
+    let out = dir.join("runs/demo");
+    let report = tokio::task::block_in_place(|| {
+        let opts = run::RunOptions::new(tch::Device::Cpu, &out, prepared.lake.clone());
+        run::train(&data, &cfg, &opts, &|_| {})
+    })?;
+    super::train::print_report(&report, &out);
     Ok(())
 }

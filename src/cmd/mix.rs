@@ -1,7 +1,8 @@
-//! `turnlake mix [--config FILE]`: compose sft_mix and report its composition.
+//! `turnlake mix [--config FILE]`: compose sft_mix and report its composition;
+//! `turnlake mix sweep --grid ...`: rank candidate mixes by proxy models.
 
 use anyhow::Context;
-use clap::Args;
+use clap::{Args, Subcommand};
 use comfy_table::Table;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -10,13 +11,112 @@ use crate::cli::LakeArg;
 use crate::pipeline::mix::{build, MixReport};
 
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct MixArgs {
+    #[command(subcommand)]
+    pub command: Option<MixCommand>,
     /// The [mix] section of this select config is used (default: the embedded data/select.toml).
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// `json` prints the composition and the reproduction table as one JSON object.
     #[arg(long, value_enum, default_value = "table")]
     pub format: super::stats::ReportFormat,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MixCommand {
+    /// Train one proxy model per candidate share vector (same token budget) and rank them by held-out loss on a target set.
+    Sweep(SweepArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// Candidates separated by ';', each mix=share,...: "credit=1;finish_mini=1;credit=1,finish_mini=1".
+    #[arg(long)]
+    pub grid: String,
+    /// Where the proxy runs, sweep.json and sweep.png go.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// The mix whose held-out rows are the target set.
+    #[arg(long, default_value = "credit")]
+    pub target: String,
+    /// One proxy per candidate and seed.
+    #[arg(long, value_delimiter = ',', default_value = "1,2")]
+    pub seeds: Vec<u64>,
+    /// The table of rows (default sft_mix).
+    #[arg(long, default_value = "sft_mix")]
+    pub table: String,
+    /// Training settings of each proxy (default: the embedded data/train.toml).
+    #[arg(long)]
+    pub train_config: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "cpu")]
+    pub device: super::train::DeviceArg,
+}
+
+async fn sweep(lake: &LakeArg, args: SweepArgs) -> anyhow::Result<ExitCode> {
+    use crate::train::sweep;
+    let candidates = sweep::parse_grid(&args.grid).map_err(anyhow::Error::msg)?;
+    anyhow::ensure!(!args.seeds.is_empty(), "--seeds: give at least one seed");
+    let cfg = super::train::load_config(args.train_config.as_ref())?;
+    let device = args.device.device()?;
+    let lake = lake.open().await?;
+    let enc = super::validate::encoder(None, None, "")?;
+    let prepared = crate::train::prepare(
+        &lake,
+        &args.table,
+        enc.as_ref(),
+        &crate::tokenize::template::ChatTemplate::chatml(),
+    )
+    .await
+    .context("reading the rows to train on")?;
+    let bar = crate::progress::bar((candidates.len() * args.seeds.len()) as u64, "sweep");
+    let report = tokio::task::block_in_place(|| {
+        let plan = sweep::SweepPlan {
+            candidates: &candidates,
+            target: &args.target,
+            seeds: &args.seeds,
+        };
+        sweep::sweep(&prepared, &plan, &cfg, device, &args.out, &|| bar.inc(1))
+    })?;
+    bar.finish_and_clear();
+    print_sweep(&report);
+    println!(
+        "   {} and {}",
+        args.out.join("sweep.json").display(),
+        args.out.join("sweep.png").display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn print_sweep(r: &crate::train::sweep::SweepReport) {
+    println!(
+        "mix sweep: held-out {} loss ({} windows) after {} training tokens per proxy, seeds {:?}",
+        r.target, r.target_windows, r.token_budget, r.seeds
+    );
+    let mut t = Table::new();
+    t.set_header(vec![
+        "rank",
+        "candidate",
+        "mean loss",
+        "spread (max-min)",
+        "per seed",
+        "train tokens",
+    ]);
+    for c in &r.ranking {
+        t.add_row(vec![
+            c.rank.to_string(),
+            c.candidate.name.clone(),
+            format!("{:.4}", c.mean_loss),
+            format!("{:.4}", c.spread),
+            c.losses
+                .iter()
+                .map(|l| format!("{l:.4}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+            c.train_tokens.to_string(),
+        ]);
+    }
+    println!("{t}");
 }
 
 pub fn print_report(r: &MixReport) {
@@ -73,6 +173,9 @@ pub fn print_report(r: &MixReport) {
 }
 
 pub async fn run(lake: &LakeArg, args: MixArgs) -> anyhow::Result<ExitCode> {
+    if let Some(MixCommand::Sweep(sweep_args)) = args.command {
+        return sweep(lake, sweep_args).await;
+    }
     let config = super::select::load_config(args.config.as_ref())?;
     let lake = lake.open().await?;
     let r = build(&lake, &config.mix).await.context("mix failed")?;

@@ -16,6 +16,7 @@ pub mod stats;
 pub mod synth;
 pub mod tables;
 pub mod tokenizer;
+pub mod train;
 pub mod validate;
 
 /// A TOML config from `(name, text)`, or the embedded default; errors name the file.

@@ -43,6 +43,10 @@ impl HfEncoder {
 }
 
 impl TextEncoder for HfEncoder {
+    fn vocab_size(&self) -> usize {
+        self.parsed.get_vocab_size(true)
+    }
+
     fn encode_text(&self, text: &str) -> Result<Vec<u32>, String> {
         let enc = self
             .text

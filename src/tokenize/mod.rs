@@ -29,6 +29,8 @@ pub trait TextEncoder: Send + Sync {
     fn encode_with_offsets(&self, text: &str) -> Result<Encoded, String>;
     /// Whether `id` is one of the tokenizer's special tokens.
     fn is_special(&self, id: u32) -> bool;
+    /// One more than the largest id it can produce (a model's vocabulary size).
+    fn vocab_size(&self) -> usize;
 }
 
 /// A string's token ids and, per token, its byte range in the string.

@@ -132,6 +132,12 @@ impl TiktokenEncoder {
 }
 
 impl TextEncoder for TiktokenEncoder {
+    fn vocab_size(&self) -> usize {
+        let ranks = self.ranks.values().max().copied().unwrap_or(0);
+        let specials = self.specials.values().max().copied().unwrap_or(0);
+        ranks.max(specials) as usize + 1
+    }
+
     fn encode_text(&self, text: &str) -> Result<Vec<u32>, String> {
         let mut ids = Vec::new();
         for m in self.pattern.find_iter(text) {

@@ -21,6 +21,7 @@ fn demo_runs_the_whole_pipeline() {
         "== mix",
         "== export sft",
         "== validate",
+        "== train",
         "== scorer eval",
         "== scorer score",
         "== export verl",

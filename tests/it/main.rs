@@ -12,6 +12,7 @@ mod s3;
 mod scorer;
 mod select;
 mod synth;
+mod train;
 mod udf_parity;
 mod validate;
 mod verl;
