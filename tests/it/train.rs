@@ -12,6 +12,13 @@ min_lr_ratio = 0.1\nweight_decay = 0.01\nclip = 1.0\neval_every = 10\ncheckpoint
 heldout_share = 0.15\nthreads = 2\n[model]\nhidden_size = 32\nintermediate_size = 64\n\
 num_hidden_layers = 1\nnum_attention_heads = 4\nnum_key_value_heads = 2\nrope_theta = 10000.0\n";
 
+/// `turnlake train --out OUT --config CFG EXTRA...`, which must succeed.
+fn train(lake: &Path, out: &Path, cfg: &str, extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["train", "--out", out.to_str().unwrap(), "--config", cfg];
+    args.extend_from_slice(extra);
+    ok(run(lake, &args))
+}
+
 fn json(path: &Path) -> Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
@@ -30,34 +37,13 @@ fn train_on_a_mix_resumes_and_a_sweep_ranks_the_planted_mix_first() {
     std::fs::write(&config, SMALL).unwrap();
     let out = tmp.path().join("run");
     let cfg = config.to_str().unwrap();
-    let o = ok(run(
-        &lake,
-        &[
-            "train",
-            "--out",
-            out.to_str().unwrap(),
-            "--config",
-            cfg,
-            "--stop-after",
-            "10",
-        ],
-    ));
+    let o = train(&lake, &out, cfg, &["--stop-after", "10"]);
     assert!(stdout(&o).contains("trained 10 steps"), "{}", stdout(&o));
     assert!(
         !out.join("model").exists(),
         "a stopped run has no final model yet"
     );
-    let o = ok(run(
-        &lake,
-        &[
-            "train",
-            "--out",
-            out.to_str().unwrap(),
-            "--config",
-            cfg,
-            "--resume",
-        ],
-    ));
+    let o = train(&lake, &out, cfg, &["--resume"]);
     assert!(stdout(&o).contains("resumed at 10"), "{}", stdout(&o));
     let report = json(&out.join("report.json"));
     assert_eq!(report["steps"], 30);
@@ -84,16 +70,7 @@ fn train_on_a_mix_resumes_and_a_sweep_ranks_the_planted_mix_first() {
 
     // The same run straight through lands on the same curve.
     let straight = tmp.path().join("straight");
-    ok(run(
-        &lake,
-        &[
-            "train",
-            "--out",
-            straight.to_str().unwrap(),
-            "--config",
-            cfg,
-        ],
-    ));
+    train(&lake, &straight, cfg, &[]);
     assert_eq!(
         json(&straight.join("report.json"))["progress"]["train_loss"],
         report["progress"]["train_loss"]
