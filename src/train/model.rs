@@ -240,8 +240,14 @@ pub struct Qwen2 {
 }
 
 impl Qwen2 {
-    /// A freshly initialized model on `device` (seed tch first for the same weights).
-    pub fn new(config: Qwen2Config, device: Device) -> Result<Qwen2, String> {
+    /// A freshly initialized model on `device`, its weights drawn from
+    /// `seed`. libtorch's generator is global to the process, so seeding and
+    /// drawing hold one lock: models built at the same time on other threads
+    /// cannot take draws from each other.
+    pub fn new(config: Qwen2Config, device: Device, seed: i64) -> Result<Qwen2, String> {
+        static INIT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _drawing = INIT.lock().unwrap_or_else(|e| e.into_inner());
+        tch::manual_seed(seed);
         config.check()?;
         let vs = nn::VarStore::new(device);
         let root = vs.root();
@@ -335,7 +341,7 @@ impl Qwen2 {
             .map_err(|e| format!("{}: {e}", dir.join("config.json").display()))?;
         let config: Qwen2Config = serde_json::from_slice(&text)
             .map_err(|e| format!("{}: {e}", dir.join("config.json").display()))?;
-        let mut model = Qwen2::new(config, device)?;
+        let mut model = Qwen2::new(config, device, 0)?;
         model
             .vs
             .load(dir.join("model.safetensors"))
@@ -367,8 +373,7 @@ mod tests {
 
     #[test]
     fn a_model_directory_round_trips() {
-        tch::manual_seed(1);
-        let model = Qwen2::new(tiny(50), Device::Cpu).unwrap();
+        let model = Qwen2::new(tiny(50), Device::Cpu, 1).unwrap();
         let dir = tempfile::tempdir().unwrap();
         model.save_dir(dir.path()).unwrap();
         let config: serde_json::Value =
@@ -381,7 +386,6 @@ mod tests {
             .iter()
             .any(|(n, _)| n == "model.layers.1.self_attn.k_proj.bias"));
         assert!(names.iter().any(|(n, _)| n == "model.embed_tokens.weight"));
-        tch::manual_seed(2);
         let loaded = Qwen2::load_dir(dir.path(), Device::Cpu).unwrap();
         let ids = Tensor::from_slice(&[1i64, 5, 7, 9, 3, 2]).view([2, 3]);
         let a = tch::no_grad(|| model.forward(&ids));
@@ -395,8 +399,7 @@ mod tests {
 
     #[test]
     fn masked_targets_get_zero_gradient_and_causality_holds() {
-        tch::manual_seed(3);
-        let model = Qwen2::new(tiny(30), Device::Cpu).unwrap();
+        let model = Qwen2::new(tiny(30), Device::Cpu, 3).unwrap();
         let ids = Tensor::from_slice(&[1i64, 4, 9, 2, 7, 3]).view([1, 6]);
         let logits = model.forward(&ids).detach().set_requires_grad(true);
         let targets = Tensor::from_slice(&[-100i64, 9, -100, 7, -100, 5]);

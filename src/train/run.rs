@@ -256,9 +256,9 @@ pub fn train(
         opts.stop_after,
     );
     tch::set_num_threads(cfg.threads);
-    tch::manual_seed(cfg.seed as i64);
     let config = cfg.model_config(data.vocab_size);
-    let mut model = Qwen2::new(config.clone(), device).map_err(TrainError::Data)?;
+    let mut model =
+        Qwen2::new(config.clone(), device, cfg.seed as i64).map_err(TrainError::Data)?;
     let mut opt = AdamW::new(&model.vs, cfg.weight_decay);
     let mut progress = Progress::default();
     let mut resumed_from = None;
