@@ -9,7 +9,7 @@ use crate::common::*;
 
 const SMALL: &str = "seed = 3\nsteps = 30\nbatch_size = 4\nseq_len = 64\nlr = 5e-3\nwarmup = 3\n\
 min_lr_ratio = 0.1\nweight_decay = 0.01\nclip = 1.0\neval_every = 10\ncheckpoint_every = 10\n\
-heldout_share = 0.15\nthreads = 2\n[model]\nhidden_size = 32\nintermediate_size = 64\n\
+heldout_share = 0.15\nthreads = 1\n[model]\nhidden_size = 32\nintermediate_size = 64\n\
 num_hidden_layers = 1\nnum_attention_heads = 4\nnum_key_value_heads = 2\nrope_theta = 10000.0\n";
 
 /// `turnlake train --out OUT --config CFG EXTRA...`, which must succeed.
