@@ -23,7 +23,6 @@ use crate::lake::{table_schema, Lake, LakeError};
 use crate::pipeline::sqlstep::run_script;
 use crate::scorer::store;
 use crate::scorer::turns::TurnReport;
-use crate::source::derive::sha256_hex;
 
 pub const SQL: (&str, &str) = (
     "sql/verl_export.sql",
@@ -630,7 +629,8 @@ pub async fn write(lake: &Lake, opts: &VerlOptions, dir: &Path) -> Result<VerlSu
     let (trajectories, calibration) = plan(&ctx, lake, opts).await?;
     let stream = ctx
         .sql(
-            "SELECT m.traj_id, m.idx, m.role, m.content, m.content_sha FROM messages m \
+            "SELECT m.traj_id, m.idx, m.role, m.content, \
+                    encode(sha256(m.content), 'hex') = m.content_sha AS intact FROM messages m \
              WHERE m.traj_id IN (SELECT traj_id FROM verl_trajectories) ORDER BY m.traj_id, m.idx",
         )
         .await?
@@ -678,12 +678,12 @@ pub async fn write(lake: &Lake, opts: &VerlOptions, dir: &Path) -> Result<VerlSu
         while let Some(batch) = stream.next().await {
             let batch = batch?;
             let b = std::slice::from_ref(&batch);
-            let (ids, idx, role, content, sha) = (
+            let (ids, idx, role, content, intact) = (
                 strings(b, "traj_id"),
                 i64s(b, "idx"),
                 strings(b, "role"),
                 strings(b, "content"),
-                strings(b, "content_sha"),
+                bools(b, "intact"),
             );
             for i in 0..ids.len() {
                 let id = ids[i].clone().unwrap_or_default();
@@ -700,7 +700,7 @@ pub async fn write(lake: &Lake, opts: &VerlOptions, dir: &Path) -> Result<VerlSu
                         reason: format!("message {} is missing", group.1.len()),
                     });
                 }
-                if sha[i].as_deref() != Some(sha256_hex(text.as_bytes()).as_str()) {
+                if intact[i] != Some(true) {
                     return Err(VerlError::Integrity {
                         traj_id: id,
                         reason: format!(

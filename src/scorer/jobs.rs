@@ -2,6 +2,7 @@
 //! save them under it, and evaluate them on the runs their split held out.
 
 use arrow::record_batch::RecordBatch;
+use datafusion::prelude::SessionContext;
 use std::collections::BTreeMap;
 
 use super::model::FitParams;
@@ -15,29 +16,27 @@ use crate::engine;
 use crate::lake::Lake;
 use crate::storage::Location;
 
-async fn checklist_rows(lake: &Lake) -> ScorerResult<Vec<RecordBatch>> {
-    let ctx = engine::session(lake).await?;
+async fn checklist_rows(ctx: &SessionContext) -> ScorerResult<Vec<RecordBatch>> {
     if !ctx.table_exist("scorer_features").unwrap_or(false) {
         return Err(ScorerError::Data(
             "the lake has no scorer_features table: run turnlake scorer features first".into(),
         ));
     }
     Ok(engine::run_sql(
-        &ctx,
+        ctx,
         &format!("SELECT * FROM scorer_features {}", features::ORDER),
         "reading scorer_features",
     )
     .await?)
 }
 
-async fn turn_rows(lake: &Lake) -> ScorerResult<Vec<RecordBatch>> {
-    let ctx = engine::session(lake).await?;
+async fn turn_rows(ctx: &SessionContext) -> ScorerResult<Vec<RecordBatch>> {
     if !ctx.table_exist("turn_credit").unwrap_or(false) {
         return Err(ScorerError::Data(
             "the lake has no turn_credit table: run turnlake credit first".into(),
         ));
     }
-    turns::features(&ctx, turns::JUDGED).await
+    turns::features(ctx, turns::JUDGED).await
 }
 
 /// Both fitted models and where they were saved.
@@ -49,13 +48,14 @@ pub struct Fitted {
 /// Fit the checklist scorer and the turn-credit model on the lake as it is now.
 pub async fn fit(lake: &Lake, params: &FitParams, shares: Shares) -> ScorerResult<Fitted> {
     let view = lake.view().await?;
-    let rows = checklist_rows(lake).await?;
+    let ctx = engine::session(lake).await?;
+    let rows = checklist_rows(&ctx).await?;
     let table = report::checklist_table(&rows);
     let (meta, json) = run_blocking(|| training::fit(&table, params, shares, &view))?;
     let at = store::save(lake, &meta, &json).await?;
     let checklist = (meta, at);
 
-    let rows = turn_rows(lake).await?;
+    let rows = turn_rows(&ctx).await?;
     let table = turns::table(&rows);
     let (meta, json) = run_blocking(|| training::fit(&table, params, shares, &view))?;
     let at = store::save(lake, &meta, &json).await?;
@@ -74,8 +74,8 @@ fn run_blocking<T>(f: impl FnOnce() -> T) -> T {
 pub async fn evaluate(lake: &Lake) -> ScorerResult<(ChecklistReport, TurnReport)> {
     let hint = "run turnlake scorer fit first";
     let (meta, model) = store::load(lake, store::CHECKLIST, hint).await?;
-    let rows = checklist_rows(lake).await?;
     let ctx = engine::session(lake).await?;
+    let rows = checklist_rows(&ctx).await?;
     let evals = engine::run_sql(
         &ctx,
         "SELECT eval_run_id, required_win_margin FROM evals",
@@ -91,7 +91,7 @@ pub async fn evaluate(lake: &Lake) -> ScorerResult<(ChecklistReport, TurnReport)
     store::save_report(lake, store::CHECKLIST, &checklist).await?;
 
     let (meta, model) = store::load(lake, store::TURN_CREDIT, hint).await?;
-    let rows = turn_rows(lake).await?;
+    let rows = turn_rows(&ctx).await?;
     let turn = run_blocking(|| turns::evaluate(&meta, &model, &rows))?;
     store::save_report(lake, store::TURN_CREDIT, &turn).await?;
     Ok((checklist, turn))

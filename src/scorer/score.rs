@@ -277,8 +277,8 @@ pub async fn score(
         matched.push((run, s, how));
     }
 
-    // The runs as the features SQL reads sides, turns and messages.
-    let ctx = engine::session(lake).await?;
+    // The runs as the features SQL reads sides, turns and messages (they
+    // replace the lake's views of the same names in this session).
     let text = |v: Vec<&str>| Arc::new(StringArray::from(v));
     let sides = RecordBatch::try_new(
         Arc::new(Schema::new(vec![

@@ -34,6 +34,19 @@ fn export(lake: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
     run(lake, &args)
 }
 
+/// `turnlake rebuild OUT/manifest.json` reproduces every file.
+fn rebuild_verifies(out: &Path) {
+    let o = ok(bin()
+        .args(["rebuild", out.join("manifest.json").to_str().unwrap()])
+        .output()
+        .unwrap());
+    assert!(
+        stdout(&o).contains("every sha256 matches"),
+        "{}",
+        stdout(&o)
+    );
+}
+
 fn lines(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap()
@@ -176,15 +189,7 @@ fn verl_export_of_the_fixture_follows_the_contract() {
     assert_eq!(manifest["export"]["options"]["alpha"], 0.9);
     assert_eq!(manifest["export"]["options"]["min_kappa"], 0.4);
     assert_eq!(manifest["files"].as_array().unwrap().len(), 4);
-    let o = ok(bin()
-        .args(["rebuild", out.join("manifest.json").to_str().unwrap()])
-        .output()
-        .unwrap());
-    assert!(
-        stdout(&o).contains("every sha256 matches"),
-        "{}",
-        stdout(&o)
-    );
+    rebuild_verifies(&out);
 }
 
 /// 5b. Altered stored bytes: the export fails naming the trajectory and writes nothing.
@@ -328,15 +333,7 @@ fn verl_export_of_a_synthetic_corpus_matches_the_lake_and_reads_back_in_pyarrow(
     );
     assert_eq!(summary["calibration"]["kappa"].as_f64().unwrap(), kappa);
 
-    let o = ok(bin()
-        .args(["rebuild", out.join("manifest.json").to_str().unwrap()])
-        .output()
-        .unwrap());
-    assert!(
-        stdout(&o).contains("every sha256 matches"),
-        "{}",
-        stdout(&o)
-    );
+    rebuild_verifies(&out);
 
     // verl's RLHFDataset reads prompt (a chat list), data_source, ability,
     // reward_model.ground_truth and extra_info; MultiTurnSFTDataset reads messages.
