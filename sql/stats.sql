@@ -39,7 +39,7 @@ FROM stats_scored;
 CREATE VIEW stats_by_tag AS
 SELECT coalesce(tag, '(none)') AS tag,
        sum(weight) AS credit,
-       sum(weight) / (SELECT sum(weight) FROM credit_citations WHERE valid AND answer = 1) AS share
+       sum(weight) / (SELECT sum(weight) AS total FROM credit_citations WHERE valid AND answer = 1) AS share
 FROM credit_citations
 WHERE valid AND answer = 1
 GROUP BY coalesce(tag, '(none)');

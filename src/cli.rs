@@ -20,6 +20,10 @@ pub struct Cli {
     /// TIMESTAMP (the last commit at or before it). Reading commands only.
     #[arg(long, global = true, value_name = "NAME|VERSION|TIMESTAMP")]
     pub as_of: Option<String>,
+    /// Run the command's SQL on the Ballista cluster whose scheduler is at
+    /// df://HOST:PORT (see `turnlake cluster`); writes stay on this machine.
+    #[arg(long, global = true, env = "TURNLAKE_CLUSTER", value_name = "URL")]
+    pub cluster: Option<String>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -83,6 +87,11 @@ pub enum Command {
     },
     /// Run the whole pipeline on a small built-in example.
     Demo(cmd::demo::DemoArgs),
+    /// Serve a Ballista cluster that runs turnlake's SQL: a scheduler, and executors that register with it.
+    Cluster {
+        #[command(subcommand)]
+        what: cmd::cluster::ClusterCommand,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -134,15 +143,17 @@ impl From<FormatArg> for Format {
 pub struct LakeArg {
     pub root: String,
     pub as_of: Option<String>,
+    pub cluster: Option<String>,
 }
 
 impl LakeArg {
     /// The lake, pinned to `--as-of` when given.
     pub async fn open(&self) -> anyhow::Result<crate::lake::Lake> {
-        Ok(match &self.as_of {
+        let lake = match &self.as_of {
             Some(at) => crate::lake::Lake::open_as_of(&self.root, at).await?,
             None => crate::lake::Lake::open(&self.root)?,
-        })
+        };
+        Ok(lake.with_cluster(self.cluster.clone()))
     }
 }
 
@@ -159,6 +170,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     let lake = LakeArg {
         root: cli.lake.clone(),
         as_of: cli.as_of.clone(),
+        cluster: cli.cluster.clone(),
     };
     match cli.command {
         Command::Ingest { source } => cmd::ingest::run(&lake, source).await,
@@ -182,5 +194,6 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Validate(args) => cmd::validate::run(&lake, args).await,
         Command::Tokenizer { what } => cmd::tokenizer::run(what),
         Command::Demo(args) => cmd::demo::run(args).await,
+        Command::Cluster { what } => cmd::cluster::run(what).await,
     }
 }

@@ -1,8 +1,17 @@
 //! A DataFusion session over the lake: every table registered under its
 //! name, and every turnlake UDF.
 
+use std::sync::Arc;
+
 use arrow::record_batch::RecordBatch;
-use datafusion::prelude::SessionContext;
+use datafusion::dataframe::DataFrame;
+use datafusion::datasource::{MemTable, TableProvider};
+use datafusion::logical_expr::{CreateMemoryTable, DdlStatement, LogicalPlan};
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::prelude::{SessionConfig, SessionContext};
+
+use crate::cluster::pinned::PinnedTable;
+use crate::cluster::ClusterError;
 
 use crate::lake::{Lake, LakeError};
 
@@ -10,6 +19,8 @@ use crate::lake::{Lake, LakeError};
 pub enum EngineError {
     #[error(transparent)]
     Lake(#[from] LakeError),
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
     #[error("registering table {table}")]
     Register {
         table: String,
@@ -24,9 +35,35 @@ pub enum EngineError {
     },
 }
 
-/// A session with every lake table and UDF registered.
+/// A session with every lake table and UDF registered; on the lake's
+/// cluster when it has one.
 pub async fn session(lake: &Lake) -> Result<SessionContext, EngineError> {
-    let ctx = SessionContext::new();
+    let ctx = match lake.cluster() {
+        Some(url) => crate::cluster::remote_session(url).await?,
+        None => SessionContext::new(),
+    };
+    with_tables(lake, ctx).await
+}
+
+/// Like [`session`], but DataFusion's operators here may hold at most
+/// `limit` bytes: a sort beyond it spills to the temporary folder, so a
+/// streaming step's memory does not grow with its input.
+pub async fn bounded_session(lake: &Lake, limit: usize) -> Result<SessionContext, EngineError> {
+    if lake.cluster().is_some() {
+        return session(lake).await;
+    }
+    let runtime = RuntimeEnvBuilder::new()
+        .with_memory_limit(limit, 1.0)
+        .build_arc()
+        .map_err(|e| EngineError::Query {
+            context: "creating a memory-bounded session".into(),
+            source: Box::new(e),
+        })?;
+    let ctx = SessionContext::new_with_config_rt(SessionConfig::new(), runtime);
+    with_tables(lake, ctx).await
+}
+
+async fn with_tables(lake: &Lake, ctx: SessionContext) -> Result<SessionContext, EngineError> {
     crate::udf::register_all(&ctx);
     for info in lake.tables().await? {
         register(&ctx, lake, &info.name).await?;
@@ -46,7 +83,13 @@ pub async fn register(ctx: &SessionContext, lake: &Lake, name: &str) -> Result<(
     table
         .update_datafusion_session(&ctx.state())
         .map_err(|e| err(datafusion::error::DataFusionError::External(Box::new(e))))?;
-    let provider = table.table_provider().await.map_err(err)?;
+    let mut provider: Arc<dyn TableProvider> = table.table_provider().await.map_err(err)?;
+    if lake.cluster().is_some() {
+        // Executors get the pinned version's file list, not the Delta log.
+        let pinned = PinnedTable::from_delta(&table, &lake.table_url(name), provider.schema())
+            .map_err(err)?;
+        provider = Arc::new(pinned);
+    }
     let _ = ctx.deregister_table(name);
     ctx.register_table(name, provider).map_err(err)?;
     Ok(())
@@ -62,10 +105,61 @@ pub async fn run_sql(
         context: context.to_string(),
         source: Box::new(source),
     };
-    ctx.sql(sql)
+    let plan = ctx.state().create_logical_plan(sql).await.map_err(err)?;
+    if let LogicalPlan::Ddl(DdlStatement::CreateMemoryTable(table)) = &plan {
+        if !table.if_not_exists && !table.temporary {
+            create_table(ctx, table).await.map_err(err)?;
+            return Ok(Vec::new());
+        }
+    }
+    ctx.execute_logical_plan(plan)
         .await
         .map_err(err)?
         .collect()
         .await
         .map_err(err)
+}
+
+/// `CREATE [OR REPLACE] TABLE t AS SELECT …` as DataFusion runs it, except
+/// that each result batch takes the plan's own types and nullability: results
+/// that come back from a Ballista cluster can differ in those, which
+/// DataFusion's in-memory table refuses.
+async fn create_table(
+    ctx: &SessionContext,
+    table: &CreateMemoryTable,
+) -> datafusion::error::Result<()> {
+    let state = ctx.state();
+    let input = state.optimize(&table.input)?;
+    let schema = Arc::clone(input.schema().inner());
+    let partitions = DataFrame::new(state, input).collect_partitioned().await?;
+    let partitions = partitions
+        .into_iter()
+        .map(|batches| {
+            batches
+                .iter()
+                .map(|b| {
+                    let columns = b
+                        .columns()
+                        .iter()
+                        .zip(schema.fields())
+                        .map(|(c, f)| arrow::compute::cast(c, f.data_type()))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    Ok(RecordBatch::try_new(Arc::clone(&schema), columns)?)
+                })
+                .collect::<datafusion::error::Result<Vec<_>>>()
+        })
+        .collect::<datafusion::error::Result<Vec<_>>>()?;
+    if table.or_replace {
+        ctx.deregister_table(table.name.clone())?;
+    } else if ctx.table_exist(table.name.clone())? {
+        return Err(datafusion::error::DataFusionError::Execution(format!(
+            "Table '{}' already exists",
+            table.name
+        )));
+    }
+    ctx.register_table(
+        table.name.clone(),
+        Arc::new(MemTable::try_new(schema, partitions)?),
+    )?;
+    Ok(())
 }

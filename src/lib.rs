@@ -4,6 +4,7 @@
 //! rules in `turn`), and turned into reports by the `pipeline` steps.
 
 pub mod cli;
+pub mod cluster;
 pub mod cmd;
 pub mod columns;
 pub mod engine;

@@ -113,6 +113,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     super::tables::run(&crate::cli::LakeArg {
         root: lake.root().to_string(),
         as_of: None,
+        cluster: None,
     })
     .await?;
 
@@ -221,6 +222,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         &crate::cli::LakeArg {
             root: lake.root().to_string(),
             as_of: None,
+            cluster: None,
         },
         super::build::BuildArgs {
             pipeline: pipeline.display().to_string(),

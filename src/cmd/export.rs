@@ -143,7 +143,6 @@ async fn write_sft(
     format: SftFormat,
     out: &Location,
 ) -> anyhow::Result<(sft::ExportSummary, manifest::FileEntry)> {
-    let rows = sft::rows(lake, table).await.context("export failed")?;
     let scratch;
     let tmp = match out.as_local() {
         Some(p) => {
@@ -157,15 +156,21 @@ async fn write_sft(
             scratch.path().join("export")
         }
     };
-    let written = {
-        let tmp = tmp.clone();
-        tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
-            let file = std::fs::File::create(&tmp)
-                .with_context(|| format!("creating {}", tmp.display()))?;
-            let summary = sft::write(std::io::BufWriter::new(file), &rows, format)?;
-            Ok(summary)
-        })
-        .await??
+    // Rows stream from the lake into the file; on any failure the partial
+    // file goes and nothing is published.
+    let file = std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+    let writer = sft::SftWriter::new(std::io::BufWriter::new(file), format)?;
+    let streamed = sft::stream_rows(lake, table, writer, |w, rows| w.write(&rows)).await;
+    let written = match streamed {
+        Ok(w) => tokio::task::spawn_blocking(move || w.finish()).await?,
+        Err(e) => Err(e),
+    };
+    let written = match written {
+        Ok(summary) => summary,
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(anyhow::Error::from(e).context("export failed"));
+        }
     };
     let name = out.file_name().context("the export path names no file")?;
     let entry = {

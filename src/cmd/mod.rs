@@ -1,6 +1,7 @@
 //! One module per subcommand: each takes its validated arguments and runs.
 
 pub mod build;
+pub mod cluster;
 pub mod credit;
 pub mod demo;
 pub mod export;

@@ -14,7 +14,7 @@ use crate::pipeline::reproduction::{Reproduction, Unit};
 use crate::tokenize::hf::HfEncoder;
 use crate::tokenize::template::ChatTemplate;
 use crate::tokenize::tiktoken::{TiktokenEncoder, QWEN_PATTERN};
-use crate::tokenize::validate::{validate, Mode, ValidationReport};
+use crate::tokenize::validate::{check_rows, report, Mode, ValidationReport};
 use crate::tokenize::{TextEncoder, CHATML_SPECIALS, DEFAULT_TOKENIZER};
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -238,19 +238,24 @@ pub async fn validate_table(lake: &Lake, args: &ValidateArgs) -> anyhow::Result<
         Some(lake.begin("validate", params(args)).await?)
     };
     let input_version = lake.view().await?.tables.get(&args.table).copied();
-    let rows = sft::rows(lake, &args.table)
-        .await
-        .context("reading the rows to validate")?;
-    let bar = crate::progress::bar(rows.len() as u64, "validate");
+    // Rows stream from the lake in chunks; each chunk is checked on the
+    // blocking pool and only its findings are kept.
+    let ctx = engine::session(lake).await?;
+    let total = match ctx.table(args.table.as_str()).await {
+        Ok(t) => t.count().await? as u64,
+        Err(_) => 0,
+    };
+    let bar = crate::progress::bar(total, "validate");
     let started = std::time::Instant::now();
-    let report = validate(
-        enc.as_ref(),
-        &template,
-        &rows,
-        args.limit,
-        args.mode,
-        &|| bar.inc(1),
-    );
+    let checking = (enc, template, bar.clone(), args.mode, Vec::new());
+    let (_, _, _, _, checks) = sft::stream_rows(lake, &args.table, checking, |state, rows| {
+        let (enc, template, bar, mode, checks) = state;
+        checks.extend(check_rows(enc.as_ref(), template, &rows, *mode, &|| bar.inc(1)));
+        Ok(())
+    })
+    .await
+    .context("reading the rows to validate")?;
+    let report = report(checks, args.limit, args.mode);
     let secs = started.elapsed().as_secs_f64();
     bar.finish_and_clear();
     let (Some(mut writer), true) = (writer, report.failures.is_empty()) else {
@@ -266,7 +271,6 @@ pub async fn validate_table(lake: &Lake, args: &ValidateArgs) -> anyhow::Result<
     } else {
         Vec::new()
     };
-    let ctx = engine::session(lake).await?;
     let kept = {
         use datafusion::prelude::{col, lit};
         let dropped_ids = dropped.iter().map(|r| lit(r.as_str())).collect();

@@ -8,7 +8,10 @@ use arrow::array::{Array, AsArray};
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, Field, Fields, Schema};
 use arrow::record_batch::RecordBatch;
+use datafusion::execution::SendableRecordBatchStream;
+use futures::StreamExt;
 use serde_json::{json, Value};
+use std::collections::VecDeque;
 use std::io::Write;
 use std::sync::Arc;
 
@@ -79,89 +82,215 @@ fn tag_lists(batches: &[RecordBatch]) -> Result<Vec<Vec<String>>, ExportError> {
     Ok(out)
 }
 
-/// The rows of `table` as JSON values, in row_id order.
-pub async fn rows(lake: &Lake, table: &str) -> Result<Vec<Value>, ExportError> {
+/// Rows a consumer gets at a time: a few hundred rows bound the memory a
+/// stream holds, whatever the size of the mix.
+pub const CHUNK_ROWS: usize = 256;
+
+/// Bytes DataFusion's operators may hold while streaming rows; beyond it the
+/// sort by row_id spills to the temporary folder.
+const STREAM_MEMORY: usize = 512 << 20;
+
+const MESSAGES_SQL: &str = "SELECT r.row_id, r.mix, r.traj_id, m.idx, m.role, m.content, \
+        CAST(u.t IS NOT NULL AND array_has(r.train_turns, u.t) AS BOOLEAN) AS train, \
+        encode(sha256(m.content), 'hex') = m.content_sha AS intact \
+ FROM rows_in r \
+ JOIN messages m ON m.traj_id = r.traj_id AND (r.upto_msg IS NULL OR m.idx <= r.upto_msg) \
+ LEFT JOIN (SELECT traj_id, msg_idx, t FROM turns \
+            WHERE traj_id IN (SELECT traj_id FROM rows_in)) u \
+        ON u.traj_id = m.traj_id AND u.msg_idx = m.idx \
+ WHERE m.role <> 'exit' \
+ ORDER BY r.row_id, m.idx";
+
+const META_SQL: &str =
+    "SELECT row_id, t, cmd_kind, weight, tags, is_recovery FROM train_turns_v ORDER BY row_id, t";
+
+/// The train_meta entries of a stream ordered by row_id, taken row by row.
+struct MetaCursor {
+    stream: SendableRecordBatchStream,
+    pending: VecDeque<(String, Value)>,
+}
+
+impl MetaCursor {
+    /// The entries of `row_id` (entries of rows before it are skipped).
+    async fn take(&mut self, row_id: &str) -> Result<Vec<Value>, ExportError> {
+        let mut out = Vec::new();
+        loop {
+            let Some((id, _)) = self.pending.front() else {
+                match self.stream.next().await {
+                    Some(batch) => self.pending.extend(meta_entries(&batch.map_err(query)?)?),
+                    None => return Ok(out),
+                }
+                continue;
+            };
+            match id.as_str().cmp(row_id) {
+                std::cmp::Ordering::Less => {
+                    self.pending.pop_front();
+                }
+                std::cmp::Ordering::Equal => out.push(self.pending.pop_front().expect("front").1),
+                std::cmp::Ordering::Greater => return Ok(out),
+            }
+        }
+    }
+}
+
+fn query(e: datafusion::error::DataFusionError) -> ExportError {
+    ExportError::Engine(EngineError::Query {
+        context: "export: reading rows".into(),
+        source: Box::new(e),
+    })
+}
+
+fn meta_entries(batch: &RecordBatch) -> Result<Vec<(String, Value)>, ExportError> {
+    let b = std::slice::from_ref(batch);
+    let (row_id, kinds, t, weight, recovery) = (
+        strings(b, "row_id"),
+        strings(b, "cmd_kind"),
+        i64s(b, "t"),
+        f64s(b, "weight"),
+        bools(b, "is_recovery"),
+    );
+    let tags = tag_lists(b)?;
+    Ok((0..row_id.len())
+        .map(|i| {
+            let entry = json!({
+                "t": t[i], "cmd_kind": kinds[i], "weight": weight[i].unwrap_or(0.0),
+                "tags": tags[i], "is_recovery": recovery[i] == Some(true),
+            });
+            (row_id[i].clone().unwrap_or_default(), entry)
+        })
+        .collect())
+}
+
+/// Stream the rows of `table` in row_id order, `CHUNK_ROWS` at a time, into
+/// `consume` on a blocking thread (it tokenizes or writes); only a few
+/// chunks are in memory at once. Returns the consumer's final state.
+pub async fn stream_rows<C, F>(
+    lake: &Lake,
+    table: &str,
+    state: C,
+    mut consume: F,
+) -> Result<C, ExportError>
+where
+    C: Send + 'static,
+    F: FnMut(&mut C, Vec<Value>) -> Result<(), ExportError> + Send + 'static,
+{
     if lake.table(table).await?.is_none() {
         return Err(ExportError::Missing(table.to_string()));
     }
-    let ctx = engine::session(lake).await?;
-    describe_rows(&ctx, table).await?;
-    let messages = engine::run_sql(
-        &ctx,
-        "SELECT r.row_id, r.mix, r.traj_id, m.idx, m.role, m.content, \
-                CAST(u.t IS NOT NULL AND array_has(r.train_turns, u.t) AS BOOLEAN) AS train, \
-                encode(sha256(m.content), 'hex') = m.content_sha AS intact \
-         FROM rows_in r \
-         JOIN messages m ON m.traj_id = r.traj_id AND (r.upto_msg IS NULL OR m.idx <= r.upto_msg) \
-         LEFT JOIN turns u ON u.traj_id = m.traj_id AND u.msg_idx = m.idx \
-         WHERE m.role <> 'exit' \
-         ORDER BY r.row_id, m.idx",
-        "export: messages",
-    )
-    .await?;
-    let meta = engine::run_sql(
-        &ctx,
-        "SELECT row_id, t, cmd_kind, weight, tags, is_recovery FROM train_turns_v ORDER BY row_id, t",
-        "export: train_meta",
-    )
-    .await?;
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<Value>>(2);
+    let consumer = tokio::task::spawn_blocking(move || {
+        let mut state = state;
+        while let Some(rows) = rx.blocking_recv() {
+            consume(&mut state, rows)?;
+        }
+        Ok::<C, ExportError>(state)
+    });
+    let produced = produce(lake, table, &tx).await;
+    drop(tx);
+    let consumed = consumer.await.expect("row consumer panicked");
+    produced?;
+    consumed
+}
 
-    let mut out: Vec<Value> = Vec::new();
-    let (row_id, mix, traj, role, content) = (
-        strings(&messages, "row_id"),
-        strings(&messages, "mix"),
-        strings(&messages, "traj_id"),
-        strings(&messages, "role"),
-        strings(&messages, "content"),
-    );
-    let (idx, train, intact) = (
-        i64s(&messages, "idx"),
-        bools(&messages, "train"),
-        bools(&messages, "intact"),
-    );
-    for i in 0..row_id.len() {
-        let id = row_id[i].clone().unwrap_or_default();
-        if intact[i] != Some(true) {
-            return Err(ExportError::Corrupt {
-                row_id: id,
-                traj_id: traj[i].clone().unwrap_or_default(),
-                idx: idx[i].unwrap_or(-1),
-            });
+/// Read the rows and send them in chunks; stops early when the consumer has.
+async fn produce(
+    lake: &Lake,
+    table: &str,
+    tx: &tokio::sync::mpsc::Sender<Vec<Value>>,
+) -> Result<(), ExportError> {
+    // One session per stream: two jobs running at once in one Ballista
+    // session can be handed each other's stage plans.
+    let stream = |sql: &'static str| async move {
+        let ctx = engine::bounded_session(lake, STREAM_MEMORY / 2).await?;
+        describe_rows(&ctx, table).await?;
+        ctx.sql(sql)
+            .await
+            .map_err(query)?
+            .execute_stream()
+            .await
+            .map_err(query)
+    };
+    let mut messages = stream(MESSAGES_SQL).await?;
+    let mut out = Chunker {
+        meta: MetaCursor {
+            stream: stream(META_SQL).await?,
+            pending: VecDeque::new(),
+        },
+        chunk: Vec::with_capacity(CHUNK_ROWS),
+        tx,
+    };
+    let mut current: Option<Value> = None;
+    while let Some(batch) = messages.next().await {
+        let b = &[batch.map_err(query)?];
+        let (row_id, mix, traj, role, content) = (
+            strings(b, "row_id"),
+            strings(b, "mix"),
+            strings(b, "traj_id"),
+            strings(b, "role"),
+            strings(b, "content"),
+        );
+        let (idx, train, intact) = (i64s(b, "idx"), bools(b, "train"), bools(b, "intact"));
+        for i in 0..row_id.len() {
+            let id = row_id[i].as_deref().unwrap_or("");
+            if current.as_ref().is_none_or(|r| r["row_id"] != id) {
+                if let Some(done) = current.take() {
+                    if !out.push(done).await? {
+                        return Ok(());
+                    }
+                }
+                current = Some(json!({"messages": [], "train_meta": [], "mix": mix[i], "row_id": id}));
+            }
+            if intact[i] != Some(true) {
+                return Err(ExportError::Corrupt {
+                    row_id: id.to_string(),
+                    traj_id: traj[i].clone().unwrap_or_default(),
+                    idx: idx[i].unwrap_or(-1),
+                });
+            }
+            current.as_mut().expect("a row is open")["messages"]
+                .as_array_mut()
+                .expect("list")
+                .push(json!({"role": role[i], "content": content[i], "train": train[i] == Some(true)}));
         }
-        if out
-            .last()
-            .map(|r| r["row_id"] != id.as_str())
-            .unwrap_or(true)
-        {
-            out.push(json!({"messages": [], "train_meta": [], "mix": mix[i], "row_id": id}));
-        }
-        let row = out.last_mut().expect("just pushed");
-        row["messages"]
-            .as_array_mut()
-            .expect("list")
-            .push(json!({"role": role[i], "content": content[i], "train": train[i] == Some(true)}));
     }
-    let (row_id, kinds, t, weight, recovery) = (
-        strings(&meta, "row_id"),
-        strings(&meta, "cmd_kind"),
-        i64s(&meta, "t"),
-        f64s(&meta, "weight"),
-        bools(&meta, "is_recovery"),
-    );
-    let tags = tag_lists(&meta)?;
-    let mut at = 0;
-    for i in 0..row_id.len() {
-        let id = row_id[i].clone().unwrap_or_default();
-        while at < out.len() && out[at]["row_id"] != id.as_str() {
-            at += 1;
+    if let Some(done) = current {
+        if !out.push(done).await? {
+            return Ok(());
         }
-        let Some(row) = out.get_mut(at) else { break };
-        row["train_meta"].as_array_mut().expect("list").push(json!({
-            "t": t[i], "cmd_kind": kinds[i], "weight": weight[i].unwrap_or(0.0),
-            "tags": tags[i], "is_recovery": recovery[i] == Some(true),
-        }));
     }
-    Ok(out)
+    if !out.chunk.is_empty() {
+        let _ = out.tx.send(out.chunk).await;
+    }
+    Ok(())
+}
+
+/// Completed rows, with their train_meta, sent on in chunks.
+struct Chunker<'a> {
+    meta: MetaCursor,
+    chunk: Vec<Value>,
+    tx: &'a tokio::sync::mpsc::Sender<Vec<Value>>,
+}
+
+impl Chunker<'_> {
+    /// Add a complete row; `false` once the consumer has stopped.
+    async fn push(&mut self, mut row: Value) -> Result<bool, ExportError> {
+        let id = row["row_id"].as_str().unwrap_or("").to_string();
+        row["train_meta"] = Value::Array(self.meta.take(&id).await?);
+        self.chunk.push(row);
+        if self.chunk.len() < CHUNK_ROWS {
+            return Ok(true);
+        }
+        Ok(self.tx.send(std::mem::take(&mut self.chunk)).await.is_ok())
+    }
+}
+
+/// Every row of `table` in row_id order (for consumers that need them all).
+pub async fn rows(lake: &Lake, table: &str) -> Result<Vec<Value>, ExportError> {
+    stream_rows(lake, table, Vec::new(), |all: &mut Vec<Value>, rows| {
+        all.extend(rows);
+        Ok(())
+    })
+    .await
 }
 
 fn parquet_schema() -> Arc<Schema> {
@@ -201,45 +330,83 @@ fn parquet_schema() -> Arc<Schema> {
     ]))
 }
 
-/// Write `rows` to `w` in `format`.
-pub fn write<W: Write + Send>(
-    w: W,
-    rows: &[Value],
-    format: SftFormat,
-) -> Result<ExportSummary, ExportError> {
-    let summary = ExportSummary {
-        rows: rows.len(),
-        messages: rows
-            .iter()
-            .map(|r| r["messages"].as_array().map_or(0, Vec::len))
-            .sum(),
-        train_turns: rows
-            .iter()
-            .map(|r| r["train_meta"].as_array().map_or(0, Vec::len))
-            .sum(),
-    };
-    let mut lines = Vec::new();
-    for r in rows {
-        serde_json::to_writer(&mut lines, r).map_err(std::io::Error::from)?;
-        lines.push(b'\n');
+/// Rows per Parquet batch (and row group input): fixed, so the file's bytes
+/// do not depend on how the rows arrived.
+const PARQUET_BATCH: usize = 1024;
+
+/// Writes rows as they stream in: JSONL line by line, Parquet in batches of
+/// `PARQUET_BATCH` rows.
+pub struct SftWriter<W: Write + Send> {
+    sink: Sink<W>,
+    /// Parquet: serialized rows not yet in a batch.
+    lines: Vec<u8>,
+    buffered: usize,
+    summary: ExportSummary,
+}
+
+enum Sink<W: Write + Send> {
+    Jsonl(W),
+    Parquet(parquet::arrow::ArrowWriter<W>),
+}
+
+impl<W: Write + Send> SftWriter<W> {
+    pub fn new(w: W, format: SftFormat) -> Result<SftWriter<W>, ExportError> {
+        let sink = match format {
+            SftFormat::Jsonl => Sink::Jsonl(w),
+            SftFormat::Parquet => {
+                Sink::Parquet(parquet::arrow::ArrowWriter::try_new(w, parquet_schema(), None)?)
+            }
+        };
+        Ok(SftWriter {
+            sink,
+            lines: Vec::new(),
+            buffered: 0,
+            summary: ExportSummary::default(),
+        })
     }
-    match format {
-        SftFormat::Jsonl => {
-            let mut w = w;
-            w.write_all(&lines)?;
-            w.flush()?;
+
+    pub fn write(&mut self, rows: &[Value]) -> Result<(), ExportError> {
+        for r in rows {
+            self.summary.rows += 1;
+            self.summary.messages += r["messages"].as_array().map_or(0, Vec::len);
+            self.summary.train_turns += r["train_meta"].as_array().map_or(0, Vec::len);
+            serde_json::to_writer(&mut self.lines, r).map_err(std::io::Error::from)?;
+            self.lines.push(b'\n');
+            self.buffered += 1;
+            match &mut self.sink {
+                Sink::Jsonl(w) => {
+                    w.write_all(&self.lines)?;
+                    self.lines.clear();
+                }
+                Sink::Parquet(_) if self.buffered == PARQUET_BATCH => self.flush_batch()?,
+                Sink::Parquet(_) => {}
+            }
         }
-        SftFormat::Parquet => {
-            let schema = parquet_schema();
-            let reader = arrow::json::ReaderBuilder::new(schema.clone())
-                .with_batch_size(1024)
+        Ok(())
+    }
+
+    fn flush_batch(&mut self) -> Result<(), ExportError> {
+        if let Sink::Parquet(pw) = &mut self.sink {
+            let lines = std::mem::take(&mut self.lines);
+            let reader = arrow::json::ReaderBuilder::new(parquet_schema())
+                .with_batch_size(PARQUET_BATCH)
                 .build(std::io::Cursor::new(lines))?;
-            let mut pw = parquet::arrow::ArrowWriter::try_new(w, schema, None)?;
             for batch in reader {
                 pw.write(&batch?)?;
             }
-            pw.close()?;
         }
+        self.buffered = 0;
+        Ok(())
     }
-    Ok(summary)
+
+    pub fn finish(mut self) -> Result<ExportSummary, ExportError> {
+        self.flush_batch()?;
+        match self.sink {
+            Sink::Jsonl(mut w) => w.flush()?,
+            Sink::Parquet(pw) => {
+                pw.close()?;
+            }
+        }
+        Ok(self.summary)
+    }
 }

@@ -98,6 +98,18 @@ pub fn conform(schema: &TableSchema, batch: &RecordBatch) -> LakeResult<RecordBa
     RecordBatch::try_new(schema.schema.clone(), columns).map_err(|e| mismatch(e.to_string()))
 }
 
+/// How every lake file is written: zstd (transcripts compress several times
+/// over, far better than the default snappy) with dictionaries for the many
+/// repeated values (sources, kinds, ids within a file).
+pub fn writer_properties() -> parquet::file::properties::WriterProperties {
+    parquet::file::properties::WriterProperties::builder()
+        .set_compression(parquet::basic::Compression::ZSTD(
+            parquet::basic::ZstdLevel::try_new(3).expect("zstd level 3"),
+        ))
+        .set_dictionary_enabled(true)
+        .build()
+}
+
 /// Facts about one table for `turnlake tables`.
 #[derive(Debug, Clone)]
 pub struct TableInfo {
@@ -125,6 +137,8 @@ pub struct Lake {
     loaded: Arc<Mutex<BTreeMap<(String, u64), DeltaTable>>>,
     /// Set by `--as-of`: the lake is read at that commit and cannot be written.
     pinned: bool,
+    /// Set by `--cluster`: the Ballista scheduler that runs this lake's SQL.
+    cluster: Option<String>,
 }
 
 impl Lake {
@@ -152,6 +166,7 @@ impl Lake {
             view: Arc::new(Mutex::new(None)),
             loaded: Arc::default(),
             pinned: false,
+            cluster: None,
         })
     }
 
@@ -417,6 +432,17 @@ impl Lake {
         self.pinned
     }
 
+    /// Run this lake's SQL on the Ballista cluster at `url` (`df://host:port`).
+    pub fn with_cluster(mut self, url: Option<String>) -> Lake {
+        self.cluster = url;
+        self
+    }
+
+    /// The cluster this lake's SQL runs on, if any.
+    pub fn cluster(&self) -> Option<&str> {
+        self.cluster.as_deref()
+    }
+
     pub fn root(&self) -> &Url {
         &self.root
     }
@@ -546,7 +572,8 @@ impl Lake {
             .write(batches)
             .with_save_mode(mode)
             .with_partition_columns(schema.partition_by.clone())
-            .with_configuration([("delta.enableExpiredLogCleanup", Some("false"))]);
+            .with_configuration([("delta.enableExpiredLogCleanup", Some("false"))])
+            .with_writer_properties(writer_properties());
         if mode == SaveMode::Append {
             // A lake written before a schema gained a nullable column takes it on.
             write = write.with_schema_mode(deltalake::operations::write::SchemaMode::Merge);

@@ -67,6 +67,21 @@ impl TextEncoder for HfEncoder {
         self.special_ids.contains(&id)
     }
 
+    fn cut_tokens(&self) -> Option<Vec<(String, u32)>> {
+        // Tokens matched in normalized text are plain cut points only when
+        // there is no normalizer.
+        let normalizes = self.parsed.get_normalizer().is_some();
+        let mut cuts: Vec<(String, u32)> = Vec::new();
+        for (id, t) in self.parsed.get_added_tokens_decoder() {
+            if t.lstrip || t.rstrip || t.single_word || (t.normalized && normalizes) {
+                return None;
+            }
+            cuts.push((t.content.clone(), id));
+        }
+        cuts.sort();
+        Some(cuts)
+    }
+
     fn encode_with_offsets(&self, text: &str) -> Result<Encoded, String> {
         let enc = self.parsed.encode(text, false).map_err(|e| e.to_string())?;
         Ok(Encoded {

@@ -10,6 +10,7 @@
 //! `<|im_end|>` inside a heredoc stays text), as turn-wise trainers do.
 
 pub mod hf;
+pub mod pieces;
 pub mod template;
 pub mod tiktoken;
 pub mod train;
@@ -31,6 +32,10 @@ pub trait TextEncoder: Send + Sync {
     fn is_special(&self, id: u32) -> bool;
     /// One more than the largest id it can produce (a model's vocabulary size).
     fn vocab_size(&self) -> usize;
+    /// The tokens `encode_with_offsets` cuts its input at before anything
+    /// else, with their ids; `None` when some of them are not plain cut
+    /// points (they strip neighbouring spaces, match normalized text, ...).
+    fn cut_tokens(&self) -> Option<Vec<(String, u32)>>;
 }
 
 /// A string's token ids and, per token, its byte range in the string.

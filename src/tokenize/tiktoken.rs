@@ -155,6 +155,13 @@ impl TextEncoder for TiktokenEncoder {
         self.specials.values().any(|s| *s == id)
     }
 
+    fn cut_tokens(&self) -> Option<Vec<(String, u32)>> {
+        let mut cuts: Vec<(String, u32)> =
+            self.specials.iter().map(|(t, id)| (t.clone(), *id)).collect();
+        cuts.sort();
+        Some(cuts)
+    }
+
     fn encode_with_offsets(&self, text: &str) -> Result<Encoded, String> {
         let mut out = Encoded::default();
         let mut at = 0;

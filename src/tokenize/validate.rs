@@ -14,8 +14,9 @@ use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
+use super::pieces;
 use super::template::{ChatTemplate, Message};
-use super::{TextEncoder, CHATML_SPECIALS};
+use super::{Encoded, TextEncoder, CHATML_SPECIALS};
 
 /// How a row becomes tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
@@ -82,7 +83,8 @@ impl ValidationReport {
     }
 }
 
-struct RowCheck {
+/// What checking one row found (no content: the rows themselves can go).
+pub struct RowCheck {
     row_id: String,
     mix: String,
     tokens: usize,
@@ -117,7 +119,36 @@ fn clip(s: &str) -> String {
     out
 }
 
-fn check_row(enc: &dyn TextEncoder, template: &ChatTemplate, row: &Value, mode: Mode) -> RowCheck {
+/// A row's messages as the template's input.
+fn messages(row: &Value) -> Vec<Message<'_>> {
+    row["messages"]
+        .as_array()
+        .map(|msgs| {
+            msgs.iter()
+                .map(|m| Message {
+                    role: m["role"].as_str().unwrap_or(""),
+                    content: m["content"].as_str().unwrap_or(""),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// In `whole` mode, a row rendered as one string: the text, each message's
+/// content span in it, and its encoding.
+struct WholeText {
+    text: String,
+    spans: Vec<(usize, usize)>,
+    encoded: Result<Encoded, String>,
+}
+
+fn check_row(
+    enc: &dyn TextEncoder,
+    template: &ChatTemplate,
+    row: &Value,
+    mode: Mode,
+    whole: Option<WholeText>,
+) -> RowCheck {
     let row_id = row["row_id"].as_str().unwrap_or("").to_string();
     let mix = row["mix"].as_str().unwrap_or("").to_string();
     let empty = Vec::new();
@@ -128,13 +159,7 @@ fn check_row(enc: &dyn TextEncoder, template: &ChatTemplate, row: &Value, mode: 
         .iter()
         .map(|m| m["t"].as_i64())
         .collect();
-    let messages: Vec<Message> = msgs
-        .iter()
-        .map(|m| Message {
-            role: m["role"].as_str().unwrap_or(""),
-            content: m["content"].as_str().unwrap_or(""),
-        })
-        .collect();
+    let messages = messages(row);
     let train: Vec<usize> = msgs
         .iter()
         .enumerate()
@@ -192,8 +217,20 @@ fn check_row(enc: &dyn TextEncoder, template: &ChatTemplate, row: &Value, mode: 
             }
         }
         Mode::Whole => {
-            let (text, spans) = template.render_text(&messages);
-            let encoded = match enc.encode_with_offsets(&text) {
+            let WholeText {
+                text,
+                spans,
+                encoded,
+            } = whole.unwrap_or_else(|| {
+                let (text, spans) = template.render_text(&messages);
+                let encoded = enc.encode_with_offsets(&text);
+                WholeText {
+                    text,
+                    spans,
+                    encoded,
+                }
+            });
+            let encoded = match encoded {
                 Ok(e) => e,
                 Err(e) => {
                     check.failures = all_fail(format!("cannot tokenize: {e}"));
@@ -271,14 +308,52 @@ pub fn validate(
     mode: Mode,
     progress: &(dyn Fn() + Sync),
 ) -> ValidationReport {
-    let checks: Vec<RowCheck> = rows
-        .par_iter()
-        .map(|row| {
-            let c = check_row(enc, template, row, mode);
+    report(check_rows(enc, template, rows, mode, progress), limit, mode)
+}
+
+/// Check a batch of rows in parallel, for a caller that streams them.
+pub fn check_rows(
+    enc: &dyn TextEncoder,
+    template: &ChatTemplate,
+    rows: &[Value],
+    mode: Mode,
+    progress: &(dyn Fn() + Sync),
+) -> Vec<RowCheck> {
+    // Whole mode encodes the batch's distinct pieces once (see `pieces`).
+    let mut wholes: Vec<Option<WholeText>> = match mode {
+        Mode::Segments => rows.iter().map(|_| None).collect(),
+        Mode::Whole => {
+            let rendered: Vec<(String, Vec<(usize, usize)>)> = rows
+                .par_iter()
+                .map(|row| template.render_text(&messages(row)))
+                .collect();
+            let texts: Vec<&str> = rendered.iter().map(|(t, _)| t.as_str()).collect();
+            let encoded = pieces::encode_all(enc, &texts);
+            rendered
+                .into_iter()
+                .zip(encoded)
+                .map(|((text, spans), encoded)| {
+                    Some(WholeText {
+                        text,
+                        spans,
+                        encoded,
+                    })
+                })
+                .collect()
+        }
+    };
+    rows.par_iter()
+        .zip(wholes.par_iter_mut())
+        .map(|(row, whole)| {
+            let c = check_row(enc, template, row, mode, whole.take());
             progress();
             c
         })
-        .collect();
+        .collect()
+}
+
+/// The report over every row's check.
+pub fn report(checks: Vec<RowCheck>, limit: usize, mode: Mode) -> ValidationReport {
     let mut by_mix: BTreeMap<String, Vec<&RowCheck>> = BTreeMap::new();
     for c in &checks {
         by_mix.entry(c.mix.clone()).or_default().push(c);

@@ -179,3 +179,39 @@ pub fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// Every row of `tables`, sorted, read through `run` (a `turnlake` with its
+/// lake), with the columns that name an input's path (local or s3 URL) left out.
+pub fn table_contents(run: &dyn Fn(&[&str]) -> std::process::Output, tables: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for t in tables {
+        let described = ok(run(&["sql", &format!("DESCRIBE {t}"), "--format", "csv"]));
+        let cols: Vec<String> = stdout(&described)
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.split(',').next())
+            .filter(|c| !c.starts_with("input_") && *c != "reject_id")
+            .map(|c| format!("\"{c}\""))
+            .collect();
+        assert!(!cols.is_empty(), "{t}: {}", stdout(&described));
+        let q = format!("SELECT {} FROM {t}", cols.join(", "));
+        let o = ok(run(&["sql", &q, "--format", "csv"]));
+        let mut rows: Vec<String> = stdout(&o).lines().map(str::to_string).collect();
+        rows.sort();
+        out.push(format!("== {t}: {} rows", rows.len()));
+        out.extend(rows);
+    }
+    out
+}
+
+/// The tables of a local lake folder, by name.
+pub fn lake_tables(lake: &Path) -> Vec<String> {
+    std::fs::read_dir(lake)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with('_'))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect()
+}

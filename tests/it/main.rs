@@ -2,6 +2,7 @@
 //! (DataFusion, delta-rs) is linked once. Each module drives the real
 //! `turnlake` binary on fixtures, the real samples or a synthetic corpus.
 
+mod cluster;
 mod common;
 mod credit;
 mod demo;
@@ -11,6 +12,7 @@ mod real_samples;
 mod s3;
 mod scorer;
 mod select;
+mod streaming;
 mod synth;
 mod train;
 mod udf_parity;

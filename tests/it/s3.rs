@@ -178,30 +178,6 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// Every row of every table of the lake `lake_arg` (`--lake` value), with
-/// columns that name the input's path (local path or s3 URL) left out.
-fn table_contents(run: &dyn Fn(&[&str]) -> std::process::Output, tables: &[String]) -> Vec<String> {
-    let mut out = Vec::new();
-    for t in tables {
-        let described = ok(run(&["sql", &format!("DESCRIBE {t}"), "--format", "csv"]));
-        let cols: Vec<String> = stdout(&described)
-            .lines()
-            .skip(1)
-            .filter_map(|l| l.split(',').next())
-            .filter(|c| !c.starts_with("input_") && *c != "reject_id")
-            .map(|c| format!("\"{c}\""))
-            .collect();
-        assert!(!cols.is_empty(), "{t}: {}", stdout(&described));
-        let q = format!("SELECT {} FROM {t}", cols.join(", "));
-        let o = ok(run(&["sql", &q, "--format", "csv"]));
-        let mut rows: Vec<String> = stdout(&o).lines().map(str::to_string).collect();
-        rows.sort();
-        out.push(format!("== {t}: {} rows", rows.len()));
-        out.extend(rows);
-    }
-    out
-}
-
 /// A pipeline file in `dir` over `corpus/` (relative), exporting to `out/mix.jsonl`.
 const PIPELINE: &str = "[inputs]\nalbedo = [\"corpus/albedo\"]\nmini_coder = [\"corpus/mini-coder\"]\nmswea = [\"corpus/mswea\"]\n\n[outputs]\nsft = \"out/mix.jsonl\"\n";
 
@@ -238,14 +214,7 @@ fn a_pipeline_on_an_s3_lake_from_s3_inputs_matches_the_local_run() {
     assert!(printed.contains("export sft"), "{printed}");
 
     // Identical table contents and a byte-identical export.
-    let tables: Vec<String> = std::fs::read_dir(&lake)
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| !n.starts_with('_'))
-        .collect::<std::collections::BTreeSet<_>>()
-        .into_iter()
-        .collect();
+    let tables = lake_tables(&lake);
     assert!(tables.len() >= 10, "{tables:?}");
     let local_run = |args: &[&str]| run(&lake, args);
     assert_eq!(

@@ -1,0 +1,235 @@
+//! A lake table at its pinned Delta version as a plain list of Parquet files.
+//!
+//! A Ballista scheduler plans a query without reading any Delta log: the
+//! client resolves the version it pinned to its files (paths, sizes and
+//! partition values) and ships that list inside the plan; the scan it plans
+//! is an ordinary Parquet scan that every executor already knows how to run.
+
+use std::sync::Arc;
+
+use arrow::datatypes::{FieldRef, Schema, SchemaRef};
+use async_trait::async_trait;
+use datafusion::catalog::Session;
+use datafusion::common::stats::Precision;
+use datafusion::common::{ScalarValue, Statistics};
+use datafusion::datasource::file_format::parquet::ParquetFormat;
+use datafusion::datasource::file_format::FileFormat;
+use datafusion::datasource::listing::PartitionedFile;
+use datafusion::datasource::physical_plan::{FileGroup, FileScanConfigBuilder};
+use datafusion::datasource::table_schema::TableSchema;
+use datafusion::datasource::{TableProvider, TableType};
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::object_store::ObjectStoreUrl;
+use datafusion::logical_expr::Expr;
+use datafusion::physical_plan::empty::EmptyExec;
+use datafusion::physical_plan::ExecutionPlan;
+use deltalake::DeltaTable;
+use object_store::path::Path as StorePath;
+use serde::{Deserialize, Serialize};
+use url::Url;
+
+/// One data file of the pinned version.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PinnedFile {
+    /// The file's path inside its object store.
+    pub path: String,
+    pub size: u64,
+    /// Rows, from the Delta log's statistics (for the planner's join choices).
+    pub rows: Option<u64>,
+    /// One value per partition column, in `partition_cols` order.
+    pub partition: Vec<Option<String>>,
+}
+
+/// What travels with a plan: the store, the partition columns and the files.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PinnedFiles {
+    /// The object store's URL (`file:///`, `s3://bucket`).
+    pub store: String,
+    pub partition_cols: Vec<String>,
+    pub files: Vec<PinnedFile>,
+}
+
+/// A table provider over [`PinnedFiles`], with the schema the lake's own
+/// Delta provider gives the same version (so plans and results match).
+#[derive(Debug)]
+pub struct PinnedTable {
+    schema: SchemaRef,
+    files: PinnedFiles,
+}
+
+impl PinnedTable {
+    /// The version `table` was loaded at, as files under `table_url`, with `schema`.
+    pub fn from_delta(table: &DeltaTable, table_url: &Url, schema: SchemaRef) -> Result<PinnedTable> {
+        let delta = |e: deltalake::DeltaTableError| DataFusionError::External(Box::new(e));
+        let snapshot = table.snapshot().map_err(delta)?;
+        let partition_cols = snapshot.metadata().partition_columns().to_vec();
+        let (store, prefix) = store_and_prefix(table_url)?;
+        let mut files: Vec<PinnedFile> = snapshot
+            .log_data()
+            .iter()
+            .map(|f| {
+                let values = f.partition_values_map();
+                let rel = f.object_store_path();
+                let path: StorePath = prefix.parts().chain(rel.parts()).collect();
+                PinnedFile {
+                    path: path.to_string(),
+                    size: f.size() as u64,
+                    rows: f.num_records().map(|n| n as u64),
+                    partition: partition_cols
+                        .iter()
+                        .map(|c| values.get(c).cloned().flatten())
+                        .collect(),
+                }
+            })
+            .collect();
+        files.sort_by(|a, b| a.path.cmp(&b.path));
+        PinnedTable::new(
+            schema,
+            PinnedFiles {
+                store,
+                partition_cols,
+                files,
+            },
+        )
+    }
+
+    /// Check that every partition column is in `schema`.
+    pub fn new(schema: SchemaRef, files: PinnedFiles) -> Result<PinnedTable> {
+        for c in &files.partition_cols {
+            schema.field_with_name(c)?;
+        }
+        Ok(PinnedTable { schema, files })
+    }
+
+    pub fn files(&self) -> &PinnedFiles {
+        &self.files
+    }
+
+    fn is_partition(&self, name: &str) -> bool {
+        self.files.partition_cols.iter().any(|c| c == name)
+    }
+
+    /// The data columns, then the partition columns: the order a file scan yields.
+    fn scan_fields(&self) -> Result<(Vec<FieldRef>, Vec<FieldRef>)> {
+        let data = self
+            .schema
+            .fields()
+            .iter()
+            .filter(|f| !self.is_partition(f.name()))
+            .cloned()
+            .collect();
+        let parts = self
+            .files
+            .partition_cols
+            .iter()
+            .map(|c| Ok(Arc::new(self.schema.field_with_name(c)?.clone())))
+            .collect::<Result<Vec<_>>>()?;
+        Ok((data, parts))
+    }
+
+    /// The table's row count when every file's is known (exact: from the
+    /// log), and its size on storage as an estimate of its bytes: the
+    /// planner puts the smaller side of a join on its build side.
+    fn row_stats(&self, schema: &Schema) -> Statistics {
+        let mut stats = Statistics::new_unknown(schema);
+        let bytes: u64 = self.files.files.iter().map(|f| f.size).sum();
+        stats.total_byte_size = Precision::Inexact(bytes as usize);
+        let rows: Option<u64> = self.files.files.iter().map(|f| f.rows).sum();
+        if let Some(n) = rows {
+            stats.num_rows = Precision::Exact(n as usize);
+        }
+        stats
+    }
+
+    fn partitioned_file(&self, file: &PinnedFile, parts: &[FieldRef]) -> Result<PartitionedFile> {
+        let values = parts
+            .iter()
+            .zip(&file.partition)
+            .map(|(field, value)| match value {
+                Some(v) => ScalarValue::try_from_string(v.clone(), field.data_type()),
+                None => ScalarValue::try_from(field.data_type()),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(PartitionedFile::new(file.path.clone(), file.size).with_partition_values(values))
+    }
+}
+
+/// The object store URL of `url` and the path of `url` inside that store.
+fn store_and_prefix(url: &Url) -> Result<(String, StorePath)> {
+    let store = match url.scheme() {
+        "file" => "file:///".to_string(),
+        scheme => format!("{scheme}://{}", url.authority()),
+    };
+    let prefix = StorePath::from_url_path(url.path())
+        .map_err(|e| DataFusionError::External(Box::new(e)))?;
+    Ok((store, prefix))
+}
+
+#[async_trait]
+impl TableProvider for PinnedTable {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Base
+    }
+
+    fn statistics(&self) -> Option<Statistics> {
+        Some(self.row_stats(&self.schema))
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        _filters: &[Expr],
+        limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let (data, parts) = self.scan_fields()?;
+        let natural: Vec<&str> = data.iter().chain(&parts).map(|f| f.name().as_str()).collect();
+        let wanted: Vec<usize> = match projection {
+            Some(p) => p.clone(),
+            None => (0..self.schema.fields().len()).collect(),
+        };
+        let indices = wanted
+            .iter()
+            .map(|&i| {
+                let name = self.schema.field(i).name();
+                natural
+                    .iter()
+                    .position(|n| n == name)
+                    .ok_or_else(|| DataFusionError::Internal(format!("no column {name}")))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        if self.files.files.is_empty() {
+            let projected = Arc::new(self.schema.project(&wanted)?);
+            return Ok(Arc::new(EmptyExec::new(projected)));
+        }
+        let groups = state
+            .config()
+            .target_partitions()
+            .clamp(1, self.files.files.len());
+        let mut files = vec![Vec::new(); groups];
+        for (i, f) in self.files.files.iter().enumerate() {
+            files[i % groups].push(self.partitioned_file(f, &parts)?);
+        }
+        let format = ParquetFormat::default().with_options(state.table_options().parquet.clone());
+        let stats = self.row_stats(&Schema::new(
+            data.iter().chain(&parts).cloned().collect::<Vec<_>>(),
+        ));
+        let table_schema = TableSchema::builder(Arc::new(Schema::new(data)))
+            .with_table_partition_cols(parts)
+            .build();
+        let config = FileScanConfigBuilder::new(
+            ObjectStoreUrl::parse(&self.files.store)?,
+            format.file_source(table_schema),
+        )
+        .with_file_groups(files.into_iter().map(FileGroup::new).collect())
+        .with_statistics(stats)
+        .with_projection_indices(Some(indices))?
+        .with_limit(limit)
+        .build();
+        format.create_physical_plan(state, config).await
+    }
+}
