@@ -46,9 +46,14 @@ pub async fn session(lake: &Lake) -> Result<SessionContext, EngineError> {
 }
 
 /// Like [`session`], but DataFusion's operators here may hold at most
-/// `limit` bytes: a sort beyond it spills to the temporary folder, so a
-/// streaming step's memory does not grow with its input.
-pub async fn bounded_session(lake: &Lake, limit: usize) -> Result<SessionContext, EngineError> {
+/// `limit` bytes, in batches of `batch_rows` rows: a sort beyond it spills to
+/// the temporary folder, so a streaming step's memory does not grow with its
+/// input.
+pub async fn bounded_session(
+    lake: &Lake,
+    limit: usize,
+    batch_rows: usize,
+) -> Result<SessionContext, EngineError> {
     if lake.cluster().is_some() {
         return session(lake).await;
     }
@@ -59,7 +64,14 @@ pub async fn bounded_session(lake: &Lake, limit: usize) -> Result<SessionContext
             context: "creating a memory-bounded session".into(),
             source: Box::new(e),
         })?;
-    let ctx = SessionContext::new_with_config_rt(SessionConfig::new(), runtime);
+    // One partition: one sorter gets the whole budget (the consumer of the
+    // stream is what runs on every core), and it keeps a share of it aside
+    // to merge what it spilled.
+    let config = SessionConfig::new()
+        .with_target_partitions(1)
+        .with_batch_size(batch_rows)
+        .with_sort_spill_reservation_bytes(limit / 8);
+    let ctx = SessionContext::new_with_config_rt(config, runtime);
     with_tables(lake, ctx).await
 }
 

@@ -82,40 +82,59 @@ fn tag_lists(batches: &[RecordBatch]) -> Result<Vec<Vec<String>>, ExportError> {
     Ok(out)
 }
 
-/// Rows a consumer gets at a time: a few hundred rows bound the memory a
-/// stream holds, whatever the size of the mix.
+/// Rows a consumer gets at a time, at most.
 pub const CHUNK_ROWS: usize = 256;
 
-/// Bytes DataFusion's operators may hold while streaming rows; beyond it the
-/// sort by row_id spills to the temporary folder.
-const STREAM_MEMORY: usize = 512 << 20;
+/// The memory a stream of rows may use, in MiB (`TURNLAKE_STREAM_MEMORY`,
+/// default 256): DataFusion's operators get half, a quarter for each of the
+/// two queries (beyond it the sort by row_id spills to the temporary folder),
+/// and the chunks in flight between the reader and its consumer the other half.
+pub fn stream_memory() -> usize {
+    std::env::var("TURNLAKE_STREAM_MEMORY")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|mib| *mib >= 8)
+        .unwrap_or(256)
+        << 20
+}
 
+/// Rows per batch inside a stream's queries: one batch of long transcripts
+/// stays far below the memory a stream may use.
+const STREAM_BATCH_ROWS: usize = 256;
+
+/// Each row's messages. The only join builds on the rows (small); which
+/// messages train comes from the train_meta stream (their `msg_idx`).
 const MESSAGES_SQL: &str = "SELECT r.row_id, r.mix, r.traj_id, m.idx, m.role, m.content, \
-        CAST(u.t IS NOT NULL AND array_has(r.train_turns, u.t) AS BOOLEAN) AS train, \
         encode(sha256(m.content), 'hex') = m.content_sha AS intact \
  FROM rows_in r \
  JOIN messages m ON m.traj_id = r.traj_id AND (r.upto_msg IS NULL OR m.idx <= r.upto_msg) \
- LEFT JOIN (SELECT traj_id, msg_idx, t FROM turns \
-            WHERE traj_id IN (SELECT traj_id FROM rows_in)) u \
-        ON u.traj_id = m.traj_id AND u.msg_idx = m.idx \
  WHERE m.role <> 'exit' \
  ORDER BY r.row_id, m.idx";
 
-const META_SQL: &str =
-    "SELECT row_id, t, cmd_kind, weight, tags, is_recovery FROM train_turns_v ORDER BY row_id, t";
+/// Each row's train turns, with the message each one is.
+const META_SQL: &str = "SELECT v.row_id, v.t, u.msg_idx, v.cmd_kind, v.weight, v.tags, v.is_recovery \
+ FROM train_turns_v v JOIN turns u ON u.traj_id = v.traj_id AND u.t = v.t \
+ ORDER BY v.row_id, v.t";
 
-/// The train_meta entries of a stream ordered by row_id, taken row by row.
+/// One train turn of a row: the message it is, and its train_meta entry.
+struct TrainTurn {
+    row_id: String,
+    msg_idx: i64,
+    meta: Value,
+}
+
+/// The train turns of a stream ordered by row_id, taken row by row.
 struct MetaCursor {
     stream: SendableRecordBatchStream,
-    pending: VecDeque<(String, Value)>,
+    pending: VecDeque<TrainTurn>,
 }
 
 impl MetaCursor {
-    /// The entries of `row_id` (entries of rows before it are skipped).
-    async fn take(&mut self, row_id: &str) -> Result<Vec<Value>, ExportError> {
+    /// The train turns of `row_id` (those of rows before it are skipped).
+    async fn take(&mut self, row_id: &str) -> Result<Vec<TrainTurn>, ExportError> {
         let mut out = Vec::new();
         loop {
-            let Some((id, _)) = self.pending.front() else {
+            let Some(TrainTurn { row_id: id, .. }) = self.pending.front() else {
                 match self.stream.next().await {
                     Some(batch) => self.pending.extend(meta_entries(&batch.map_err(query)?)?),
                     None => return Ok(out),
@@ -126,7 +145,7 @@ impl MetaCursor {
                 std::cmp::Ordering::Less => {
                     self.pending.pop_front();
                 }
-                std::cmp::Ordering::Equal => out.push(self.pending.pop_front().expect("front").1),
+                std::cmp::Ordering::Equal => out.push(self.pending.pop_front().expect("front")),
                 std::cmp::Ordering::Greater => return Ok(out),
             }
         }
@@ -140,12 +159,13 @@ fn query(e: datafusion::error::DataFusionError) -> ExportError {
     })
 }
 
-fn meta_entries(batch: &RecordBatch) -> Result<Vec<(String, Value)>, ExportError> {
+fn meta_entries(batch: &RecordBatch) -> Result<Vec<TrainTurn>, ExportError> {
     let b = std::slice::from_ref(batch);
-    let (row_id, kinds, t, weight, recovery) = (
+    let (row_id, kinds, t, msg_idx, weight, recovery) = (
         strings(b, "row_id"),
         strings(b, "cmd_kind"),
         i64s(b, "t"),
+        i64s(b, "msg_idx"),
         f64s(b, "weight"),
         bools(b, "is_recovery"),
     );
@@ -156,12 +176,17 @@ fn meta_entries(batch: &RecordBatch) -> Result<Vec<(String, Value)>, ExportError
                 "t": t[i], "cmd_kind": kinds[i], "weight": weight[i].unwrap_or(0.0),
                 "tags": tags[i], "is_recovery": recovery[i] == Some(true),
             });
-            (row_id[i].clone().unwrap_or_default(), entry)
+            TrainTurn {
+                row_id: row_id[i].clone().unwrap_or_default(),
+                msg_idx: msg_idx[i].unwrap_or(-1),
+                meta: entry,
+            }
         })
         .collect())
 }
 
-/// Stream the rows of `table` in row_id order, `CHUNK_ROWS` at a time, into
+/// Stream the rows of `table` in row_id order, in chunks (at most
+/// `CHUNK_ROWS` rows, and an eighth of [`stream_memory`] of content), into
 /// `consume` on a blocking thread (it tokenizes or writes); only a few
 /// chunks are in memory at once. Returns the consumer's final state.
 pub async fn stream_rows<C, F>(
@@ -201,7 +226,7 @@ async fn produce(
     // One session per stream: two jobs running at once in one Ballista
     // session can be handed each other's stage plans.
     let stream = |sql: &'static str| async move {
-        let ctx = engine::bounded_session(lake, STREAM_MEMORY / 2).await?;
+        let ctx = engine::bounded_session(lake, stream_memory() / 4, STREAM_BATCH_ROWS).await?;
         describe_rows(&ctx, table).await?;
         ctx.sql(sql)
             .await
@@ -217,9 +242,12 @@ async fn produce(
             pending: VecDeque::new(),
         },
         chunk: Vec::with_capacity(CHUNK_ROWS),
+        chunk_bytes: 0,
+        // Four chunks are in flight at most: being built, two queued, consumed.
+        max_chunk_bytes: stream_memory() / 8,
         tx,
     };
-    let mut current: Option<Value> = None;
+    let mut current: Option<OpenRow> = None;
     while let Some(batch) = messages.next().await {
         let b = &[batch.map_err(query)?];
         let (row_id, mix, traj, role, content) = (
@@ -229,16 +257,20 @@ async fn produce(
             strings(b, "role"),
             strings(b, "content"),
         );
-        let (idx, train, intact) = (i64s(b, "idx"), bools(b, "train"), bools(b, "intact"));
+        let (idx, intact) = (i64s(b, "idx"), bools(b, "intact"));
         for i in 0..row_id.len() {
             let id = row_id[i].as_deref().unwrap_or("");
-            if current.as_ref().is_none_or(|r| r["row_id"] != id) {
+            if current.as_ref().is_none_or(|r| r.row["row_id"] != id) {
                 if let Some(done) = current.take() {
                     if !out.push(done).await? {
                         return Ok(());
                     }
                 }
-                current = Some(json!({"messages": [], "train_meta": [], "mix": mix[i], "row_id": id}));
+                current = Some(OpenRow {
+                    row: json!({"messages": [], "train_meta": [], "mix": mix[i], "row_id": id}),
+                    idx: Vec::new(),
+                    bytes: 0,
+                });
             }
             if intact[i] != Some(true) {
                 return Err(ExportError::Corrupt {
@@ -247,10 +279,13 @@ async fn produce(
                     idx: idx[i].unwrap_or(-1),
                 });
             }
-            current.as_mut().expect("a row is open")["messages"]
+            let open = current.as_mut().expect("a row is open");
+            open.idx.push(idx[i].unwrap_or(-1));
+            open.bytes += content[i].as_deref().map_or(0, str::len);
+            open.row["messages"]
                 .as_array_mut()
                 .expect("list")
-                .push(json!({"role": role[i], "content": content[i], "train": train[i] == Some(true)}));
+                .push(json!({"role": role[i], "content": content[i], "train": false}));
         }
     }
     if let Some(done) = current {
@@ -264,22 +299,44 @@ async fn produce(
     Ok(())
 }
 
-/// Completed rows, with their train_meta, sent on in chunks.
+/// A row whose messages are still arriving, with each message's index.
+struct OpenRow {
+    row: Value,
+    idx: Vec<i64>,
+    /// Content bytes so far.
+    bytes: usize,
+}
+
+/// Completed rows, with their train flags and train_meta, sent on in chunks.
 struct Chunker<'a> {
     meta: MetaCursor,
     chunk: Vec<Value>,
+    /// Content bytes in `chunk`, and the most a chunk holds.
+    chunk_bytes: usize,
+    max_chunk_bytes: usize,
     tx: &'a tokio::sync::mpsc::Sender<Vec<Value>>,
 }
 
 impl Chunker<'_> {
     /// Add a complete row; `false` once the consumer has stopped.
-    async fn push(&mut self, mut row: Value) -> Result<bool, ExportError> {
+    async fn push(&mut self, open: OpenRow) -> Result<bool, ExportError> {
+        let OpenRow {
+            mut row,
+            idx,
+            bytes,
+        } = open;
         let id = row["row_id"].as_str().unwrap_or("").to_string();
-        row["train_meta"] = Value::Array(self.meta.take(&id).await?);
+        let turns = self.meta.take(&id).await?;
+        for (m, i) in row["messages"].as_array_mut().expect("list").iter_mut().zip(&idx) {
+            m["train"] = Value::Bool(turns.iter().any(|t| t.msg_idx == *i));
+        }
+        row["train_meta"] = Value::Array(turns.into_iter().map(|t| t.meta).collect());
         self.chunk.push(row);
-        if self.chunk.len() < CHUNK_ROWS {
+        self.chunk_bytes += bytes;
+        if self.chunk.len() < CHUNK_ROWS && self.chunk_bytes < self.max_chunk_bytes {
             return Ok(true);
         }
+        self.chunk_bytes = 0;
         Ok(self.tx.send(std::mem::take(&mut self.chunk)).await.is_ok())
     }
 }

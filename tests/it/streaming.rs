@@ -1,6 +1,7 @@
 //! Streaming steps hold a bounded amount of memory: `export sft` and
 //! `validate` stream the mix in row_id order, so their peak RSS at 4× the
-//! corpus is within 20% of the peak at 1×. Untimed: it measures memory only.
+//! mix is within 20% of the peak at 1×, with a stream budget
+//! (`TURNLAKE_STREAM_MEMORY`) well below the mix. Untimed: it measures memory.
 
 use crate::common::*;
 use std::path::Path;
@@ -10,7 +11,9 @@ use std::process::Stdio;
 /// KiB, from the kernel's accounting of that one child (`wait4`).
 fn peak_rss_kib(lake: &Path, args: &[&str]) -> i64 {
     let log = tempfile::NamedTempFile::new().unwrap();
+    // A small stream budget, so that 4x the mix is far beyond it.
     let child = bin()
+        .env("TURNLAKE_STREAM_MEMORY", "64")
         .arg("--lake")
         .arg(lake)
         .args(args)
@@ -34,14 +37,45 @@ fn peak_rss_kib(lake: &Path, args: &[&str]) -> i64 {
     usage.ru_maxrss
 }
 
-/// A lake with a built mix from a synthetic corpus `scale` times the base size;
-/// returns the lake and the bytes of message content in its mix.
-fn mixed_lake(dir: &Path, scale: u32) -> (std::path::PathBuf, i64) {
-    synth_corpus(&dir.join("corpus"), 3, (4 * scale, 8, 150 * scale, 0), None);
-    let lake = dir.join("lake");
-    for (kind, sub) in [("albedo", "albedo"), ("mini-coder", "mini-coder")] {
-        ok(run(&lake, &["ingest", kind, dir.join("corpus").join(sub).to_str().unwrap()]));
+/// mini-coder runs with long observations (about 100 KB each), verified and
+/// submitting at turn 24, so each becomes one finish_mini row of the mix.
+fn write_long_runs(path: &Path, runs: usize) {
+    use std::io::Write;
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    for r in 0..runs {
+        let mut messages = vec![
+            serde_json::json!({"role": "system", "content": "You are a careful engineer."}),
+            serde_json::json!({"role": "user", "content": format!("Fix issue {r} in the parser.")}),
+        ];
+        for t in 1..=24 {
+            let command = if t == 24 {
+                "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached".to_string()
+            } else {
+                format!("cat -n src/module_{t}.py")
+            };
+            messages.push(serde_json::json!({"role": "assistant",
+                "content": format!("THOUGHT: step {t} of run {r}.\n\n```bash\n{command}\n```")}));
+            let listing: String = (0..60)
+                .map(|i| format!("{i:>5}  value_{r}_{t}_{i} = compute(\"é漢 {i}\", depth={t})\n"))
+                .collect();
+            messages.push(serde_json::json!({"role": "user",
+                "content": format!("<returncode>0</returncode>\n<output>\n{listing}</output>")}));
+        }
+        let record = serde_json::json!({"instance_id": format!("org__repo.{r:06}.func_pm_x__{r}"),
+            "messages": messages, "patch": "diff", "model": "m", "verified": true});
+        writeln!(out, "{record}").unwrap();
     }
+    out.flush().unwrap();
+}
+
+/// A lake whose mix holds `runs` long runs; returns it and its mix's content bytes.
+fn mixed_lake(dir: &Path, runs: usize) -> (std::path::PathBuf, i64) {
+    std::fs::create_dir_all(dir.join("mini")).unwrap();
+    write_long_runs(&dir.join("mini/shard.jsonl"), runs);
+    let lake = dir.join("lake");
+    let albedo = fixtures().join("select/albedo");
+    ok(run(&lake, &["ingest", "albedo", albedo.to_str().unwrap()]));
+    ok(run(&lake, &["ingest", "mini-coder", dir.join("mini").to_str().unwrap()]));
     for step in ["credit", "select", "mix"] {
         ok(run(&lake, &[step]));
     }
@@ -56,8 +90,8 @@ fn mixed_lake(dir: &Path, scale: u32) -> (std::path::PathBuf, i64) {
 #[test]
 fn export_and_validate_memory_does_not_grow_with_the_mix() {
     let (small_dir, large_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let (small, small_bytes) = mixed_lake(small_dir.path(), 1);
-    let (large, large_bytes) = mixed_lake(large_dir.path(), 4);
+    let (small, small_bytes) = mixed_lake(small_dir.path(), 200);
+    let (large, large_bytes) = mixed_lake(large_dir.path(), 800);
     assert!(large_bytes > 3 * small_bytes, "{small_bytes} vs {large_bytes}");
     for args in [
         vec!["export", "sft", "--out", "OUT"],
