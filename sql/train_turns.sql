@@ -3,7 +3,7 @@
 -- Reads: rows_in (the rows being described: a product table or sft_mix), turns, turn_credit.
 
 CREATE VIEW train_turns_v AS
-SELECT x.mix, x.row_id, x.traj_id, x.t, u.cmd_kind,
+SELECT x.mix, x.row_id, x.traj_id, x.t, u.msg_idx, u.cmd_kind,
        u.prev_failed AND coalesce(c.credit, 0.0) > 0 AS is_recovery,
        coalesce(c.credit, 0.0) AS weight,
        c.tags

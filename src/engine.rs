@@ -119,7 +119,8 @@ pub async fn run_sql(
     };
     let plan = ctx.state().create_logical_plan(sql).await.map_err(err)?;
     if let LogicalPlan::Ddl(DdlStatement::CreateMemoryTable(table)) = &plan {
-        if !table.if_not_exists && !table.temporary {
+        let plain = table.constraints.is_empty() && table.column_defaults.is_empty();
+        if plain && !table.if_not_exists && !table.temporary {
             create_table(ctx, table).await.map_err(err)?;
             return Ok(Vec::new());
         }
@@ -150,12 +151,20 @@ async fn create_table(
             batches
                 .iter()
                 .map(|b| {
-                    let columns = b
-                        .columns()
+                    let columns = schema
+                        .fields()
                         .iter()
-                        .zip(schema.fields())
-                        .map(|(c, f)| arrow::compute::cast(c, f.data_type()))
-                        .collect::<Result<Vec<_>, _>>()?;
+                        .map(|f| {
+                            let c = b.column_by_name(f.name()).ok_or_else(|| {
+                                datafusion::error::DataFusionError::Internal(format!(
+                                    "CREATE TABLE {}: no column {} in the result",
+                                    table.name,
+                                    f.name()
+                                ))
+                            })?;
+                            Ok(arrow::compute::cast(c, f.data_type())?)
+                        })
+                        .collect::<datafusion::error::Result<Vec<_>>>()?;
                     Ok(RecordBatch::try_new(Arc::clone(&schema), columns)?)
                 })
                 .collect::<datafusion::error::Result<Vec<_>>>()

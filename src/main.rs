@@ -10,9 +10,10 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     // SIGPIPE stays ignored (Rust's default): a socket whose peer went away
-    // (S3, a cluster's gRPC) must be an error to handle, not a silent death.
-    // Like other Unix tools, end quietly when the reader of our output goes
-    // away (`turnlake sql ... | head`) instead of panicking in println!.
+    // (S3, a cluster's gRPC: hyper writes with writev, which raises SIGPIPE)
+    // must be an error to handle, not a silent death. When the reader of our
+    // output goes away (`turnlake sql ... | head`), end as other Unix tools
+    // do, by SIGPIPE, instead of panicking in println!.
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         let payload = info.payload();
@@ -22,7 +23,12 @@ fn main() -> ExitCode {
             .or_else(|| payload.downcast_ref::<&str>().copied())
             .unwrap_or("");
         if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
-            std::process::exit(0);
+            // SAFETY: restoring SIGPIPE's default action and raising it ends
+            // the process, as a write to a closed pipe would have.
+            unsafe {
+                libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+                libc::raise(libc::SIGPIPE);
+            }
         }
         default_hook(info)
     }));

@@ -150,7 +150,16 @@ impl PinnedTable {
                 None => ScalarValue::try_from(field.data_type()),
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(PartitionedFile::new(file.path.clone(), file.size).with_partition_values(values))
+        // The path is already in object-store form: parse it, do not re-encode it.
+        let location = StorePath::parse(&file.path).map_err(|e| DataFusionError::External(Box::new(e)))?;
+        let meta = object_store::ObjectMeta {
+            location,
+            last_modified: chrono::DateTime::<chrono::Utc>::UNIX_EPOCH,
+            size: file.size,
+            e_tag: None,
+            version: None,
+        };
+        Ok(PartitionedFile::new_from_meta(meta).with_partition_values(values))
     }
 }
 

@@ -158,8 +158,15 @@ async fn write_sft(
     };
     // Rows stream from the lake into the file; on any failure the partial
     // file goes and nothing is published.
-    let file = std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
-    let writer = sft::SftWriter::new(std::io::BufWriter::new(file), format)?;
+    let writer = {
+        let tmp = tmp.clone();
+        tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
+            let file = std::fs::File::create(&tmp)
+                .with_context(|| format!("creating {}", tmp.display()))?;
+            Ok(sft::SftWriter::new(std::io::BufWriter::new(file), format)?)
+        })
+        .await??
+    };
     let streamed = sft::stream_rows(lake, table, writer, |w, rows| w.write(&rows)).await;
     let written = match streamed {
         Ok(w) => tokio::task::spawn_blocking(move || w.finish()).await?,
@@ -168,7 +175,7 @@ async fn write_sft(
     let written = match written {
         Ok(summary) => summary,
         Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
+            let _ = tokio::fs::remove_file(&tmp).await;
             return Err(anyhow::Error::from(e).context("export failed"));
         }
     };

@@ -241,9 +241,10 @@ pub async fn validate_table(lake: &Lake, args: &ValidateArgs) -> anyhow::Result<
     // Rows stream from the lake in chunks; each chunk is checked on the
     // blocking pool and only its findings are kept.
     let ctx = engine::session(lake).await?;
-    let total = match ctx.table(args.table.as_str()).await {
-        Ok(t) => t.count().await? as u64,
-        Err(_) => 0,
+    // A missing table is named by the stream below.
+    let total = match lake.table(&args.table).await? {
+        Some(_) => ctx.table(args.table.as_str()).await?.count().await? as u64,
+        None => 0,
     };
     let bar = crate::progress::bar(total, "validate");
     let started = std::time::Instant::now();

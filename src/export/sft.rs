@@ -86,14 +86,14 @@ fn tag_lists(batches: &[RecordBatch]) -> Result<Vec<Vec<String>>, ExportError> {
 pub const CHUNK_ROWS: usize = 256;
 
 /// The memory a stream of rows may use, in MiB (`TURNLAKE_STREAM_MEMORY`,
-/// default 256): DataFusion's operators get half, a quarter for each of the
+/// default 256, at least 64): DataFusion's operators get half, a quarter for each of the
 /// two queries (beyond it the sort by row_id spills to the temporary folder),
 /// and the chunks in flight between the reader and its consumer the other half.
 pub fn stream_memory() -> usize {
     std::env::var("TURNLAKE_STREAM_MEMORY")
         .ok()
         .and_then(|v| v.parse::<usize>().ok())
-        .filter(|mib| *mib >= 8)
+        .filter(|mib| *mib >= 64)
         .unwrap_or(256)
         << 20
 }
@@ -112,9 +112,8 @@ const MESSAGES_SQL: &str = "SELECT r.row_id, r.mix, r.traj_id, m.idx, m.role, m.
  ORDER BY r.row_id, m.idx";
 
 /// Each row's train turns, with the message each one is.
-const META_SQL: &str = "SELECT v.row_id, v.t, u.msg_idx, v.cmd_kind, v.weight, v.tags, v.is_recovery \
- FROM train_turns_v v JOIN turns u ON u.traj_id = v.traj_id AND u.t = v.t \
- ORDER BY v.row_id, v.t";
+const META_SQL: &str = "SELECT row_id, t, msg_idx, cmd_kind, weight, tags, is_recovery \
+ FROM train_turns_v ORDER BY row_id, t";
 
 /// One train turn of a row: the message it is, and its train_meta entry.
 struct TrainTurn {
@@ -136,7 +135,10 @@ impl MetaCursor {
         loop {
             let Some(TrainTurn { row_id: id, .. }) = self.pending.front() else {
                 match self.stream.next().await {
-                    Some(batch) => self.pending.extend(meta_entries(&batch.map_err(query)?)?),
+                    Some(batch) => {
+                        let batch = batch.map_err(query_error("train turns"))?;
+                        self.pending.extend(meta_entries(&batch)?)
+                    }
                     None => return Ok(out),
                 }
                 continue;
@@ -152,11 +154,14 @@ impl MetaCursor {
     }
 }
 
-fn query(e: datafusion::error::DataFusionError) -> ExportError {
-    ExportError::Engine(EngineError::Query {
-        context: "export: reading rows".into(),
-        source: Box::new(e),
-    })
+/// A failed query of the stream `what` (messages or train turns).
+fn query_error(what: &'static str) -> impl Fn(datafusion::error::DataFusionError) -> ExportError {
+    move |e| {
+        ExportError::Engine(EngineError::Query {
+            context: format!("export: reading the rows' {what}"),
+            source: Box::new(e),
+        })
+    }
 }
 
 fn meta_entries(batch: &RecordBatch) -> Result<Vec<TrainTurn>, ExportError> {
@@ -225,20 +230,20 @@ async fn produce(
 ) -> Result<(), ExportError> {
     // One session per stream: two jobs running at once in one Ballista
     // session can be handed each other's stage plans.
-    let stream = |sql: &'static str| async move {
+    let stream = |sql: &'static str, what: &'static str| async move {
         let ctx = engine::bounded_session(lake, stream_memory() / 4, STREAM_BATCH_ROWS).await?;
         describe_rows(&ctx, table).await?;
         ctx.sql(sql)
             .await
-            .map_err(query)?
+            .map_err(query_error(what))?
             .execute_stream()
             .await
-            .map_err(query)
+            .map_err(query_error(what))
     };
-    let mut messages = stream(MESSAGES_SQL).await?;
+    let mut messages = stream(MESSAGES_SQL, "messages").await?;
     let mut out = Chunker {
         meta: MetaCursor {
-            stream: stream(META_SQL).await?,
+            stream: stream(META_SQL, "train turns").await?,
             pending: VecDeque::new(),
         },
         chunk: Vec::with_capacity(CHUNK_ROWS),
@@ -249,7 +254,7 @@ async fn produce(
     };
     let mut current: Option<OpenRow> = None;
     while let Some(batch) = messages.next().await {
-        let b = &[batch.map_err(query)?];
+        let b = &[batch.map_err(query_error("messages"))?];
         let (row_id, mix, traj, role, content) = (
             strings(b, "row_id"),
             strings(b, "mix"),
@@ -391,13 +396,19 @@ fn parquet_schema() -> Arc<Schema> {
 /// do not depend on how the rows arrived.
 const PARQUET_BATCH: usize = 1024;
 
-/// Writes rows as they stream in: JSONL line by line, Parquet in batches of
-/// `PARQUET_BATCH` rows.
+/// Rows per Parquet row group of an export.
+const PARQUET_ROW_GROUP: usize = 8 * PARQUET_BATCH;
+
+/// Writes rows as they stream in: JSONL line by line; Parquet in batches of
+/// `PARQUET_BATCH` rows (fewer when their JSON passes a sixteenth of
+/// [`stream_memory`]) and row groups of at most `PARQUET_ROW_GROUP` rows and
+/// an eighth of it in encoded pages. Same rows, same bytes.
 pub struct SftWriter<W: Write + Send> {
     sink: Sink<W>,
-    /// Parquet: serialized rows not yet in a batch.
+    /// Parquet: serialized rows not yet in a batch, and the most it holds.
     lines: Vec<u8>,
     buffered: usize,
+    max_batch_bytes: usize,
     summary: ExportSummary,
 }
 
@@ -411,13 +422,23 @@ impl<W: Write + Send> SftWriter<W> {
         let sink = match format {
             SftFormat::Jsonl => Sink::Jsonl(w),
             SftFormat::Parquet => {
-                Sink::Parquet(parquet::arrow::ArrowWriter::try_new(w, parquet_schema(), None)?)
+                // Row groups of a bounded size, so the writer never holds
+                // more than one of them.
+                let props = parquet::file::properties::WriterProperties::builder()
+                    .set_max_row_group_row_count(Some(PARQUET_ROW_GROUP))
+                    .build();
+                Sink::Parquet(parquet::arrow::ArrowWriter::try_new(
+                    w,
+                    parquet_schema(),
+                    Some(props),
+                )?)
             }
         };
         Ok(SftWriter {
             sink,
             lines: Vec::new(),
             buffered: 0,
+            max_batch_bytes: stream_memory() / 16,
             summary: ExportSummary::default(),
         })
     }
@@ -435,7 +456,11 @@ impl<W: Write + Send> SftWriter<W> {
                     w.write_all(&self.lines)?;
                     self.lines.clear();
                 }
-                Sink::Parquet(_) if self.buffered == PARQUET_BATCH => self.flush_batch()?,
+                Sink::Parquet(_)
+                    if self.buffered == PARQUET_BATCH || self.lines.len() >= self.max_batch_bytes =>
+                {
+                    self.flush_batch()?
+                }
                 Sink::Parquet(_) => {}
             }
         }
@@ -450,6 +475,11 @@ impl<W: Write + Send> SftWriter<W> {
                 .build(std::io::Cursor::new(lines))?;
             for batch in reader {
                 pw.write(&batch?)?;
+            }
+            // A row group ends at a byte budget too: long transcripts would
+            // otherwise hold thousands of rows' pages in memory.
+            if pw.in_progress_size() >= stream_memory() / 8 {
+                pw.flush()?;
             }
         }
         self.buffered = 0;

@@ -25,6 +25,8 @@ struct Cluster {
 /// starting with `wanted`.
 fn spawn_until(args: &[&str], wanted: &str, log: &Path) -> (Child, String) {
     let mut child = bin()
+        // The scheduler logs each job it accepts (the kill below waits for one).
+        .env("RUST_LOG", "ballista_scheduler=info")
         .args(args)
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(log).unwrap())
@@ -84,6 +86,11 @@ impl Cluster {
     /// What the scheduler wrote to stderr so far.
     fn scheduler_log(&self) -> String {
         std::fs::read_to_string(self.logs.path().join("scheduler.log")).unwrap_or_default()
+    }
+
+    /// Jobs the scheduler has accepted so far.
+    fn jobs_submitted(&self) -> usize {
+        self.scheduler_log().matches("Job submitted").count()
     }
 
     fn run(&self, lake: &Path, args: &[&str]) -> std::process::Output {
@@ -164,6 +171,21 @@ fn the_pipeline_on_a_loopback_cluster_matches_the_local_run() {
         std::fs::read(local.join("out/mix.jsonl")).unwrap()
     );
 
+    // A Parquet export of each lake, byte for byte.
+    let parquet = |job: &Path| {
+        let out = job.join("out/mix.parquet");
+        let args = ["export", "sft", "--format", "parquet", "--out", out.to_str().unwrap()];
+        (args.map(str::to_string), out)
+    };
+    let (args, local_parquet) = parquet(&local);
+    ok(run(&local.join("lake"), &args.each_ref().map(String::as_str)));
+    let (args, remote_parquet) = parquet(&remote);
+    ok(cluster.run(&remote.join("lake"), &args.each_ref().map(String::as_str)));
+    assert_eq!(
+        std::fs::read(remote_parquet).unwrap(),
+        std::fs::read(local_parquet).unwrap()
+    );
+
     // The report and a query over the UDFs, distributed vs local.
     let stats = ["stats", "--format", "json"];
     assert_eq!(
@@ -184,6 +206,7 @@ fn the_pipeline_on_a_loopback_cluster_matches_the_local_run() {
     let lake = remote.join("lake");
     ok(run(&lake, &["credit"]));
     let before = (lake_commits(&lake), table_contents(&read_remote, &tables));
+    let jobs = cluster.jobs_submitted();
     let step = bin()
         .arg("--lake")
         .arg(&lake)
@@ -192,7 +215,12 @@ fn the_pipeline_on_a_loopback_cluster_matches_the_local_run() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(400));
+    // Kill an executor once the step's first distributed job is running.
+    let waited = std::time::Instant::now();
+    while cluster.jobs_submitted() == jobs {
+        assert!(waited.elapsed() < Duration::from_secs(60), "no job reached the scheduler");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     cluster.executors[0].kill().unwrap();
     let out = step.wait_with_output().unwrap();
     if out.status.success() {
