@@ -7,6 +7,9 @@ use arrow::record_batch::RecordBatch;
 use datafusion::dataframe::DataFrame;
 use datafusion::datasource::{MemTable, TableProvider};
 use datafusion::logical_expr::{CreateMemoryTable, DdlStatement, LogicalPlan};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use datafusion::execution::memory_pool::{MemoryPool, MemoryReservation};
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
@@ -42,13 +45,13 @@ pub async fn session(lake: &Lake) -> Result<SessionContext, EngineError> {
         Some(url) => crate::cluster::remote_session(url).await?,
         None => SessionContext::new(),
     };
-    with_tables(lake, ctx).await
+    let as_files = lake.cluster().is_some();
+    with_tables(lake, ctx, as_files).await
 }
 
-/// Like [`session`], but DataFusion's operators here may hold at most
-/// `limit` bytes, in batches of `batch_rows` rows: a sort beyond it spills to
-/// the temporary folder, so a streaming step's memory does not grow with its
-/// input.
+/// Like [`session`], but DataFusion's sorts here hold at most `limit` bytes
+/// (beyond it they spill to the temporary folder), in batches of `batch_rows`
+/// rows, so a streaming step's memory does not grow with its input.
 pub async fn bounded_session(
     lake: &Lake,
     limit: usize,
@@ -58,7 +61,7 @@ pub async fn bounded_session(
         return session(lake).await;
     }
     let runtime = RuntimeEnvBuilder::new()
-        .with_memory_limit(limit, 1.0)
+        .with_memory_pool(Arc::new(SpillingBudget::new(limit)))
         .build_arc()
         .map_err(|e| EngineError::Query {
             context: "creating a memory-bounded session".into(),
@@ -66,25 +69,125 @@ pub async fn bounded_session(
         })?;
     // One partition: one sorter gets the whole budget (the consumer of the
     // stream is what runs on every core), and it keeps a share of it aside
-    // to merge what it spilled.
+    // to merge what it spilled. Tables are scanned as their pinned Parquet
+    // files (as on a cluster), which honours the batch size: the Delta scan
+    // yields whole row groups, far beyond a small budget.
     let config = SessionConfig::new()
         .with_target_partitions(1)
         .with_batch_size(batch_rows)
         .with_sort_spill_reservation_bytes(limit / 8);
     let ctx = SessionContext::new_with_config_rt(config, runtime);
-    with_tables(lake, ctx).await
+    with_tables(lake, ctx, true).await
 }
 
-async fn with_tables(lake: &Lake, ctx: SessionContext) -> Result<SessionContext, EngineError> {
+/// A memory pool that holds what can spill (sorts) to a budget and lets the
+/// rest (hash-join build sides: the rows being streamed, never a table) take
+/// what it needs: a budget on those would only turn a large mix into an
+/// error, while the sort is what grows with the mix.
+#[derive(Debug)]
+struct SpillingBudget {
+    budget: usize,
+    spillable: AtomicUsize,
+    other: AtomicUsize,
+}
+
+impl SpillingBudget {
+    fn new(budget: usize) -> SpillingBudget {
+        SpillingBudget {
+            budget,
+            spillable: AtomicUsize::new(0),
+            other: AtomicUsize::new(0),
+        }
+    }
+
+    fn counter(&self, reservation: &MemoryReservation) -> &AtomicUsize {
+        if reservation.consumer().can_spill() {
+            &self.spillable
+        } else {
+            &self.other
+        }
+    }
+}
+
+impl std::fmt::Display for SpillingBudget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "spilling budget (spillable: {} of {} bytes, other: {} bytes)",
+            self.spillable.load(Ordering::Relaxed),
+            self.budget,
+            self.other.load(Ordering::Relaxed)
+        )
+    }
+}
+
+impl MemoryPool for SpillingBudget {
+    fn name(&self) -> &str {
+        "spilling budget"
+    }
+
+    fn grow(&self, reservation: &MemoryReservation, additional: usize) {
+        self.counter(reservation).fetch_add(additional, Ordering::Relaxed);
+    }
+
+    fn shrink(&self, reservation: &MemoryReservation, shrink: usize) {
+        self.counter(reservation).fetch_sub(shrink, Ordering::Relaxed);
+    }
+
+    fn try_grow(
+        &self,
+        reservation: &MemoryReservation,
+        additional: usize,
+    ) -> datafusion::error::Result<()> {
+        if !reservation.consumer().can_spill() {
+            self.other.fetch_add(additional, Ordering::Relaxed);
+            return Ok(());
+        }
+        self.spillable
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
+                (used + additional <= self.budget).then_some(used + additional)
+            })
+            .map(|_| ())
+            .map_err(|used| {
+                datafusion::error::DataFusionError::ResourcesExhausted(format!(
+                    "{} needs {additional} more bytes; {} of the {}-byte budget are free",
+                    reservation.consumer().name(),
+                    self.budget.saturating_sub(used),
+                    self.budget
+                ))
+            })
+    }
+
+    fn reserved(&self) -> usize {
+        self.spillable.load(Ordering::Relaxed) + self.other.load(Ordering::Relaxed)
+    }
+}
+
+/// Register every table of the lake, as its Delta provider or (`as_files`)
+/// as the Parquet files of its pinned version.
+async fn with_tables(
+    lake: &Lake,
+    ctx: SessionContext,
+    as_files: bool,
+) -> Result<SessionContext, EngineError> {
     crate::udf::register_all(&ctx);
     for info in lake.tables().await? {
-        register(&ctx, lake, &info.name).await?;
+        register_table(&ctx, lake, &info.name, as_files).await?;
     }
     Ok(ctx)
 }
 
 /// (Re-)register one table at its latest version.
 pub async fn register(ctx: &SessionContext, lake: &Lake, name: &str) -> Result<(), EngineError> {
+    register_table(ctx, lake, name, lake.cluster().is_some()).await
+}
+
+async fn register_table(
+    ctx: &SessionContext,
+    lake: &Lake,
+    name: &str,
+    as_files: bool,
+) -> Result<(), EngineError> {
     let err = |source| EngineError::Register {
         table: name.to_string(),
         source: Box::new(source),
@@ -96,8 +199,8 @@ pub async fn register(ctx: &SessionContext, lake: &Lake, name: &str) -> Result<(
         .update_datafusion_session(&ctx.state())
         .map_err(|e| err(datafusion::error::DataFusionError::External(Box::new(e))))?;
     let mut provider: Arc<dyn TableProvider> = table.table_provider().await.map_err(err)?;
-    if lake.cluster().is_some() {
-        // Executors get the pinned version's file list, not the Delta log.
+    if as_files {
+        // A cluster's executors get the pinned version's file list, not the Delta log.
         let pinned = PinnedTable::from_delta(&table, &lake.table_url(name), provider.schema())
             .map_err(err)?;
         provider = Arc::new(pinned);

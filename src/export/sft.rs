@@ -86,9 +86,10 @@ fn tag_lists(batches: &[RecordBatch]) -> Result<Vec<Vec<String>>, ExportError> {
 pub const CHUNK_ROWS: usize = 256;
 
 /// The memory a stream of rows may use, in MiB (`TURNLAKE_STREAM_MEMORY`,
-/// default 256, at least 64): DataFusion's operators get half, a quarter for each of the
-/// two queries (beyond it the sort by row_id spills to the temporary folder),
-/// and the chunks in flight between the reader and its consumer the other half.
+/// default 256, at least 64): each of the two queries' operators get half of
+/// it (beyond it the sort by row_id spills to the temporary folder; the
+/// train-turn query stays far below), and the chunks in flight between the
+/// reader and its consumer half.
 pub fn stream_memory() -> usize {
     std::env::var("TURNLAKE_STREAM_MEMORY")
         .ok()
@@ -100,16 +101,22 @@ pub fn stream_memory() -> usize {
 
 /// Rows per batch inside a stream's queries: one batch of long transcripts
 /// stays far below the memory a stream may use.
-const STREAM_BATCH_ROWS: usize = 256;
+const STREAM_BATCH_ROWS: usize = 64;
 
 /// Each row's messages. The only join builds on the rows (small); which
 /// messages train comes from the train_meta stream (their `msg_idx`).
-const MESSAGES_SQL: &str = "SELECT r.row_id, r.mix, r.traj_id, m.idx, m.role, m.content, \
+///
+/// Strings are cast to plain Utf8 before the sort: a joined string view
+/// keeps pointing into the whole batch it came from, which the sort would
+/// count (ten times over) against its memory budget.
+const MESSAGES_SQL: &str = "SELECT arrow_cast(r.row_id, 'Utf8') AS row_id, \
+        arrow_cast(r.mix, 'Utf8') AS mix, arrow_cast(r.traj_id, 'Utf8') AS traj_id, m.idx, \
+        arrow_cast(m.role, 'Utf8') AS role, arrow_cast(m.content, 'Utf8') AS content, \
         encode(sha256(m.content), 'hex') = m.content_sha AS intact \
  FROM rows_in r \
  JOIN messages m ON m.traj_id = r.traj_id AND (r.upto_msg IS NULL OR m.idx <= r.upto_msg) \
  WHERE m.role <> 'exit' \
- ORDER BY r.row_id, m.idx";
+ ORDER BY 1, 4";
 
 /// Each row's train turns, with the message each one is.
 const META_SQL: &str = "SELECT row_id, t, msg_idx, cmd_kind, weight, tags, is_recovery \
@@ -231,7 +238,7 @@ async fn produce(
     // One session per stream: two jobs running at once in one Ballista
     // session can be handed each other's stage plans.
     let stream = |sql: &'static str, what: &'static str| async move {
-        let ctx = engine::bounded_session(lake, stream_memory() / 4, STREAM_BATCH_ROWS).await?;
+        let ctx = engine::bounded_session(lake, stream_memory() / 2, STREAM_BATCH_ROWS).await?;
         describe_rows(&ctx, table).await?;
         ctx.sql(sql)
             .await
