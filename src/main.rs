@@ -2,12 +2,6 @@
 
 use std::process::ExitCode;
 
-/// mimalloc returns freed memory to the system promptly and does not fragment
-/// under the many threads DataFusion and rayon run, so peak RSS stays close
-/// to what a step really holds.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> ExitCode {
     // SIGPIPE stays ignored (Rust's default): a socket whose peer went away
     // (S3, a cluster's gRPC: hyper writes with writev, which raises SIGPIPE)
