@@ -16,24 +16,18 @@ fn main() -> ExitCode {
             .map(String::as_str)
             .or_else(|| payload.downcast_ref::<&str>().copied())
             .unwrap_or("");
-        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
-            // SAFETY: restoring SIGPIPE's default action and raising it ends
-            // the process, as a write to a closed pipe would have.
-            unsafe {
-                libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-                libc::raise(libc::SIGPIPE);
-            }
+        if message.starts_with("failed printing to stdout") && stdout_closed() {
+            end_by_sigpipe();
         }
         default_hook(info)
     }));
     match turnlake::cli::run() {
         Ok(code) => code,
         Err(err) => {
-            if err.chain().any(|e| {
-                e.downcast_ref::<std::io::Error>()
-                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-            }) {
-                return ExitCode::SUCCESS;
+            // A writer of our output (CSV, JSON, a table) failed because its
+            // reader went away: not an error to report.
+            if stdout_closed() && format!("{err:#}").contains("Broken pipe") {
+                end_by_sigpipe();
             }
             // No secret of the environment reaches the terminal, whatever failed.
             let text = turnlake::storage::s3::redact(&format!("{err:#}"));
@@ -46,4 +40,26 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Whether the reader of our stdout has gone away (a pipe with no reader).
+fn stdout_closed() -> bool {
+    let mut fd = libc::pollfd {
+        fd: libc::STDOUT_FILENO,
+        events: 0,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, no wait.
+    let ready = unsafe { libc::poll(&mut fd, 1, 0) };
+    ready > 0 && fd.revents & (libc::POLLERR | libc::POLLHUP) != 0
+}
+
+/// End as a write to a closed pipe would have, by SIGPIPE.
+fn end_by_sigpipe() -> ! {
+    // SAFETY: restoring SIGPIPE's default action and raising it ends the process.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        libc::raise(libc::SIGPIPE);
+    }
+    std::process::exit(141)
 }

@@ -640,3 +640,28 @@ fn a_build_killed_at_any_time_reads_as_a_commit_and_resumes() {
         );
     }
 }
+
+#[test]
+fn a_reader_that_goes_away_ends_the_output_quietly_by_sigpipe() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::ExitStatusExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let lake = tmp.path().join("lake");
+    ok(run(&lake, &["ingest", "mini-coder", fixtures().join("mini-coder").to_str().unwrap()]));
+    let mut child = bin()
+        .arg("--lake")
+        .arg(&lake)
+        .args(["sql", "SELECT * FROM generate_series(1, 2000000)", "--format", "csv"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    // The reader (this side of the pipe) is gone now.
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{:?}", out.status);
+    assert!(out.stderr.is_empty(), "{}", stderr(&out));
+}
