@@ -127,11 +127,13 @@ impl MemoryPool for SpillingBudget {
     }
 
     fn grow(&self, reservation: &MemoryReservation, additional: usize) {
-        self.counter(reservation).fetch_add(additional, Ordering::Relaxed);
+        self.counter(reservation)
+            .fetch_add(additional, Ordering::Relaxed);
     }
 
     fn shrink(&self, reservation: &MemoryReservation, shrink: usize) {
-        self.counter(reservation).fetch_sub(shrink, Ordering::Relaxed);
+        self.counter(reservation)
+            .fetch_sub(shrink, Ordering::Relaxed);
     }
 
     fn try_grow(

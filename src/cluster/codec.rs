@@ -37,9 +37,9 @@ fn external(e: impl std::error::Error + Send + Sync + 'static) -> DataFusionErro
 fn encode_memory(table: &MemTable, schema: SchemaRef, buf: &mut Vec<u8>) -> Result<()> {
     let mut writer = StreamWriter::try_new(&mut *buf, &schema)?;
     for partition in &table.batches {
-        let batches = partition.try_read().map_err(|_| {
-            DataFusionError::Internal("an in-memory table is being written".into())
-        })?;
+        let batches = partition
+            .try_read()
+            .map_err(|_| DataFusionError::Internal("an in-memory table is being written".into()))?;
         for batch in batches.iter() {
             writer.write(batch)?;
         }
@@ -100,7 +100,8 @@ impl LogicalExtensionCodec for LakeCodec {
             buf.push(MEMORY);
             encode_memory(memory, node.schema(), buf)
         } else {
-            self.ballista.try_encode_table_provider(table_ref, node, buf)
+            self.ballista
+                .try_encode_table_provider(table_ref, node, buf)
         }
     }
 

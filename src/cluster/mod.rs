@@ -104,9 +104,18 @@ mod tests {
 
     #[test]
     fn cluster_urls() {
-        assert_eq!(parse_url("df://127.0.0.1:50050").unwrap(), ("127.0.0.1".into(), 50050));
+        assert_eq!(
+            parse_url("df://127.0.0.1:50050").unwrap(),
+            ("127.0.0.1".into(), 50050)
+        );
         assert_eq!(parse_url("localhost:7").unwrap(), ("localhost".into(), 7));
-        assert!(parse_url("http://h:1").unwrap_err().to_string().contains("df://"));
-        assert!(parse_url("df://h").unwrap_err().to_string().contains("no port"));
+        assert!(parse_url("http://h:1")
+            .unwrap_err()
+            .to_string()
+            .contains("df://"));
+        assert!(parse_url("df://h")
+            .unwrap_err()
+            .to_string()
+            .contains("no port"));
     }
 }

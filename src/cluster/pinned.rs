@@ -59,7 +59,11 @@ pub struct PinnedTable {
 
 impl PinnedTable {
     /// The version `table` was loaded at, as files under `table_url`, with `schema`.
-    pub fn from_delta(table: &DeltaTable, table_url: &Url, schema: SchemaRef) -> Result<PinnedTable> {
+    pub fn from_delta(
+        table: &DeltaTable,
+        table_url: &Url,
+        schema: SchemaRef,
+    ) -> Result<PinnedTable> {
         let delta = |e: deltalake::DeltaTableError| DataFusionError::External(Box::new(e));
         let snapshot = table.snapshot().map_err(delta)?;
         let partition_cols = snapshot.metadata().partition_columns().to_vec();
@@ -151,7 +155,8 @@ impl PinnedTable {
             })
             .collect::<Result<Vec<_>>>()?;
         // The path is already in object-store form: parse it, do not re-encode it.
-        let location = StorePath::parse(&file.path).map_err(|e| DataFusionError::External(Box::new(e)))?;
+        let location =
+            StorePath::parse(&file.path).map_err(|e| DataFusionError::External(Box::new(e)))?;
         let meta = object_store::ObjectMeta {
             location,
             last_modified: chrono::DateTime::<chrono::Utc>::UNIX_EPOCH,
@@ -169,8 +174,8 @@ fn store_and_prefix(url: &Url) -> Result<(String, StorePath)> {
         "file" => "file:///".to_string(),
         scheme => format!("{scheme}://{}", url.authority()),
     };
-    let prefix = StorePath::from_url_path(url.path())
-        .map_err(|e| DataFusionError::External(Box::new(e)))?;
+    let prefix =
+        StorePath::from_url_path(url.path()).map_err(|e| DataFusionError::External(Box::new(e)))?;
     Ok((store, prefix))
 }
 
@@ -196,7 +201,11 @@ impl TableProvider for PinnedTable {
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let (data, parts) = self.scan_fields()?;
-        let natural: Vec<&str> = data.iter().chain(&parts).map(|f| f.name().as_str()).collect();
+        let natural: Vec<&str> = data
+            .iter()
+            .chain(&parts)
+            .map(|f| f.name().as_str())
+            .collect();
         let wanted: Vec<usize> = match projection {
             Some(p) => p.clone(),
             None => (0..self.schema.fields().len()).collect(),

@@ -107,7 +107,9 @@ pub async fn executor(opts: ExecutorOptions) -> Result<(), ClusterError> {
         .chain(crate::udf::all().into_iter().map(Arc::new));
     for f in extra {
         for name in std::iter::once(f.name()).chain(f.aliases().iter().map(String::as_str)) {
-            functions.scalar_functions.insert(name.to_string(), f.clone());
+            functions
+                .scalar_functions
+                .insert(name.to_string(), f.clone());
         }
     }
     let config = ExecutorProcessConfig {
@@ -142,13 +144,18 @@ pub async fn executor(opts: ExecutorOptions) -> Result<(), ClusterError> {
     // Ballista registers with the scheduler before it serves Flight, so a
     // Flight port that accepts means the executor can be given tasks.
     while !process.is_finished() {
-        if tokio::net::TcpStream::connect((host.as_str(), flight_port)).await.is_ok() {
+        if tokio::net::TcpStream::connect((host.as_str(), flight_port))
+            .await
+            .is_ok()
+        {
             println!("turnlake executor ready");
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
-    process.await.map_err(|e| ClusterError::Stopped(e.to_string()))??;
+    process
+        .await
+        .map_err(|e| ClusterError::Stopped(e.to_string()))??;
     drop(scratch);
     Ok(())
 }

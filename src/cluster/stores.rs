@@ -15,7 +15,11 @@ pub struct LakeStores {
 }
 
 impl ObjectStoreRegistry for LakeStores {
-    fn register_store(&self, url: &Url, store: Arc<dyn ObjectStore>) -> Option<Arc<dyn ObjectStore>> {
+    fn register_store(
+        &self,
+        url: &Url,
+        store: Arc<dyn ObjectStore>,
+    ) -> Option<Arc<dyn ObjectStore>> {
         self.known.register_store(url, store)
     }
 
@@ -28,8 +32,8 @@ impl ObjectStoreRegistry for LakeStores {
                 "no object store for {url}: executors read file:// and s3:// lakes"
             )));
         }
-        let (store, _) = crate::storage::store_for(url)
-            .map_err(|e| DataFusionError::External(Box::new(e)))?;
+        let (store, _) =
+            crate::storage::store_for(url).map_err(|e| DataFusionError::External(Box::new(e)))?;
         self.known.register_store(url, store.clone());
         Ok(store)
     }

@@ -251,7 +251,9 @@ pub async fn validate_table(lake: &Lake, args: &ValidateArgs) -> anyhow::Result<
     let checking = (enc, template, bar.clone(), args.mode, Vec::new());
     let (_, _, _, _, checks) = sft::stream_rows(lake, &args.table, checking, |state, rows| {
         let (enc, template, bar, mode, checks) = state;
-        checks.extend(check_rows(enc.as_ref(), template, &rows, *mode, &|| bar.inc(1)));
+        checks.extend(check_rows(enc.as_ref(), template, &rows, *mode, &|| {
+            bar.inc(1)
+        }));
         Ok(())
     })
     .await

@@ -339,7 +339,12 @@ impl Chunker<'_> {
         } = open;
         let id = row["row_id"].as_str().unwrap_or("").to_string();
         let turns = self.meta.take(&id).await?;
-        for (m, i) in row["messages"].as_array_mut().expect("list").iter_mut().zip(&idx) {
+        for (m, i) in row["messages"]
+            .as_array_mut()
+            .expect("list")
+            .iter_mut()
+            .zip(&idx)
+        {
             m["train"] = Value::Bool(turns.iter().any(|t| t.msg_idx == *i));
         }
         row["train_meta"] = Value::Array(turns.into_iter().map(|t| t.meta).collect());
@@ -464,7 +469,8 @@ impl<W: Write + Send> SftWriter<W> {
                     self.lines.clear();
                 }
                 Sink::Parquet(_)
-                    if self.buffered == PARQUET_BATCH || self.lines.len() >= self.max_batch_bytes =>
+                    if self.buffered == PARQUET_BATCH
+                        || self.lines.len() >= self.max_batch_bytes =>
                 {
                     self.flush_batch()?
                 }

@@ -31,7 +31,11 @@ pub async fn optimize(lake: &Lake) -> LakeResult<Maintenance> {
         let Some(table) = lake.newest(name).await? else {
             continue;
         };
-        let (_, metrics) = table.optimize().with_writer_properties(super::writer_properties()).await.map_err(delta(name))?;
+        let (_, metrics) = table
+            .optimize()
+            .with_writer_properties(super::writer_properties())
+            .await
+            .map_err(delta(name))?;
         out.tables.insert(
             name.clone(),
             (metrics.num_files_added, metrics.num_files_removed),

@@ -39,7 +39,11 @@ fn split<'a>(text: &'a str, added: &[(String, u32)]) -> Vec<Piece<'a>> {
         }
         match next {
             Some((i, len, id)) => {
-                out.push(Piece::Added { at: at + i, len, id });
+                out.push(Piece::Added {
+                    at: at + i,
+                    len,
+                    id,
+                });
                 at += i + len;
             }
             None => break,
@@ -53,7 +57,10 @@ fn split<'a>(text: &'a str, added: &[(String, u32)]) -> Vec<Piece<'a>> {
 /// tokenizer whose added tokens are not plain cut points.
 pub fn encode_all(enc: &dyn TextEncoder, texts: &[&str]) -> Vec<Result<Encoded, String>> {
     let Some(added) = enc.cut_tokens() else {
-        return texts.par_iter().map(|t| enc.encode_with_offsets(t)).collect();
+        return texts
+            .par_iter()
+            .map(|t| enc.encode_with_offsets(t))
+            .collect();
     };
     let pieces: Vec<Vec<Piece>> = texts.par_iter().map(|t| split(t, &added)).collect();
     let mut distinct: Vec<&str> = pieces
@@ -102,7 +109,10 @@ mod tests {
     #[test]
     fn pieces_encode_exactly_as_the_whole_string() {
         let enc = HfEncoder::from_bytes(DEFAULT_TOKENIZER).unwrap();
-        assert!(enc.cut_tokens().is_some(), "the shipped tokenizer cuts at its added tokens");
+        assert!(
+            enc.cut_tokens().is_some(),
+            "the shipped tokenizer cuts at its added tokens"
+        );
         let texts = [
             "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\nFix the bug<|im_end|>\n",
             "<|im_start|>assistant\n<think>plan</think>\n```bash\ncat <<'EOF' > a.py\nprint('<|im_end|>')\nEOF\n```<|im_end|>\n",

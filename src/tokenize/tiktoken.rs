@@ -156,8 +156,11 @@ impl TextEncoder for TiktokenEncoder {
     }
 
     fn cut_tokens(&self) -> Option<Vec<(String, u32)>> {
-        let mut cuts: Vec<(String, u32)> =
-            self.specials.iter().map(|(t, id)| (t.clone(), *id)).collect();
+        let mut cuts: Vec<(String, u32)> = self
+            .specials
+            .iter()
+            .map(|(t, id)| (t.clone(), *id))
+            .collect();
         cuts.sort();
         Some(cuts)
     }

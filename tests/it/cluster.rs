@@ -60,7 +60,14 @@ impl Cluster {
         let logs = tempfile::tempdir().unwrap();
         // A short executor timeout so a killed executor is noticed in seconds.
         let (scheduler, line) = spawn_until(
-            &["cluster", "scheduler", "--bind", "127.0.0.1:0", "--executor-timeout", "3"],
+            &[
+                "cluster",
+                "scheduler",
+                "--bind",
+                "127.0.0.1:0",
+                "--executor-timeout",
+                "3",
+            ],
             "turnlake scheduler listening on ",
             &logs.path().join("scheduler.log"),
         );
@@ -68,7 +75,16 @@ impl Cluster {
         let executors = (0..executors)
             .map(|i| {
                 spawn_until(
-                    &["cluster", "executor", "--scheduler", &url, "--concurrency", "2", "--heartbeat", "1"],
+                    &[
+                        "cluster",
+                        "executor",
+                        "--scheduler",
+                        &url,
+                        "--concurrency",
+                        "2",
+                        "--heartbeat",
+                        "1",
+                    ],
                     "turnlake executor ready",
                     &logs.path().join(format!("executor-{i}.log")),
                 )
@@ -117,12 +133,20 @@ const PIPELINE: &str = "[inputs]\nalbedo = [\"corpus/albedo\"]\nmini_coder = [\"
 
 /// Table `t` holds the same rows through `a` as through `b`; on a
 /// difference, name the table and the first rows that differ.
-fn same_rows(t: &str, a: &dyn Fn(&[&str]) -> std::process::Output, b: &dyn Fn(&[&str]) -> std::process::Output) {
+fn same_rows(
+    t: &str,
+    a: &dyn Fn(&[&str]) -> std::process::Output,
+    b: &dyn Fn(&[&str]) -> std::process::Output,
+) {
     let tables = [t.to_string()];
     let (x, y) = (table_contents(a, &tables), table_contents(b, &tables));
     if x != y {
         let only = |p: &[String], q: &[String]| -> Vec<String> {
-            p.iter().filter(|r| !q.contains(r)).take(3).cloned().collect()
+            p.iter()
+                .filter(|r| !q.contains(r))
+                .take(3)
+                .cloned()
+                .collect()
         };
         panic!(
             "{t} differs: {} vs {} lines\nonly in the first: {:#?}\nonly in the second: {:#?}",
@@ -174,11 +198,21 @@ fn the_pipeline_on_a_loopback_cluster_matches_the_local_run() {
     // A Parquet export of each lake, byte for byte.
     let parquet = |job: &Path| {
         let out = job.join("out/mix.parquet");
-        let args = ["export", "sft", "--format", "parquet", "--out", out.to_str().unwrap()];
+        let args = [
+            "export",
+            "sft",
+            "--format",
+            "parquet",
+            "--out",
+            out.to_str().unwrap(),
+        ];
         (args.map(str::to_string), out)
     };
     let (args, local_parquet) = parquet(&local);
-    ok(run(&local.join("lake"), &args.each_ref().map(String::as_str)));
+    ok(run(
+        &local.join("lake"),
+        &args.each_ref().map(String::as_str),
+    ));
     let (args, remote_parquet) = parquet(&remote);
     ok(cluster.run(&remote.join("lake"), &args.each_ref().map(String::as_str)));
     assert_eq!(
@@ -218,7 +252,10 @@ fn the_pipeline_on_a_loopback_cluster_matches_the_local_run() {
     // Kill an executor once the step's first distributed job is running.
     let waited = std::time::Instant::now();
     while cluster.jobs_submitted() == jobs {
-        assert!(waited.elapsed() < Duration::from_secs(60), "no job reached the scheduler");
+        assert!(
+            waited.elapsed() < Duration::from_secs(60),
+            "no job reached the scheduler"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     cluster.executors[0].kill().unwrap();
@@ -236,6 +273,10 @@ fn the_pipeline_on_a_loopback_cluster_matches_the_local_run() {
     }
     eprintln!(
         "select with an executor killed: {}",
-        if out.status.success() { "completed".into() } else { stderr(&out) }
+        if out.status.success() {
+            "completed".into()
+        } else {
+            stderr(&out)
+        }
     );
 }

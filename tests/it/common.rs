@@ -182,7 +182,10 @@ pub fn copy_dir(from: &Path, to: &Path) {
 
 /// Every row of `tables`, sorted, read through `run` (a `turnlake` with its
 /// lake), with the columns that name an input's path (local or s3 URL) left out.
-pub fn table_contents(run: &dyn Fn(&[&str]) -> std::process::Output, tables: &[String]) -> Vec<String> {
+pub fn table_contents(
+    run: &dyn Fn(&[&str]) -> std::process::Output,
+    tables: &[String],
+) -> Vec<String> {
     let mut out = Vec::new();
     for t in tables {
         let described = ok(run(&["sql", &format!("DESCRIBE {t}"), "--format", "csv"]));

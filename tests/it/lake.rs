@@ -647,11 +647,23 @@ fn a_reader_that_goes_away_ends_the_output_quietly_by_sigpipe() {
     use std::os::unix::process::ExitStatusExt;
     let tmp = tempfile::tempdir().unwrap();
     let lake = tmp.path().join("lake");
-    ok(run(&lake, &["ingest", "mini-coder", fixtures().join("mini-coder").to_str().unwrap()]));
+    ok(run(
+        &lake,
+        &[
+            "ingest",
+            "mini-coder",
+            fixtures().join("mini-coder").to_str().unwrap(),
+        ],
+    ));
     let mut child = bin()
         .arg("--lake")
         .arg(&lake)
-        .args(["sql", "SELECT * FROM generate_series(1, 2000000)", "--format", "csv"])
+        .args([
+            "sql",
+            "SELECT * FROM generate_series(1, 2000000)",
+            "--format",
+            "csv",
+        ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()

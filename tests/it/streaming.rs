@@ -49,7 +49,8 @@ fn write_long_runs(path: &Path, runs: usize) {
         ];
         for t in 1..=24 {
             let command = if t == 24 {
-                "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached".to_string()
+                "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached"
+                    .to_string()
             } else {
                 format!("cat -n src/module_{t}.py")
             };
@@ -75,7 +76,10 @@ fn mixed_lake(dir: &Path, runs: usize) -> (std::path::PathBuf, i64) {
     let lake = dir.join("lake");
     let albedo = fixtures().join("select/albedo");
     ok(run(&lake, &["ingest", "albedo", albedo.to_str().unwrap()]));
-    ok(run(&lake, &["ingest", "mini-coder", dir.join("mini").to_str().unwrap()]));
+    ok(run(
+        &lake,
+        &["ingest", "mini-coder", dir.join("mini").to_str().unwrap()],
+    ));
     for step in ["credit", "select", "mix"] {
         ok(run(&lake, &[step]));
     }
@@ -92,7 +96,10 @@ fn export_and_validate_memory_does_not_grow_with_the_mix() {
     let (small_dir, large_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let (small, small_bytes) = mixed_lake(small_dir.path(), 200);
     let (large, large_bytes) = mixed_lake(large_dir.path(), 800);
-    assert!(large_bytes > 3 * small_bytes, "{small_bytes} vs {large_bytes}");
+    assert!(
+        large_bytes > 3 * small_bytes,
+        "{small_bytes} vs {large_bytes}"
+    );
     for args in [
         vec!["export", "sft", "--out", "OUT"],
         vec!["export", "sft", "--format", "parquet", "--out", "OUT"],
@@ -102,7 +109,13 @@ fn export_and_validate_memory_does_not_grow_with_the_mix() {
             let out = dir.join("mix.jsonl");
             let args: Vec<&str> = args
                 .iter()
-                .map(|a| if *a == "OUT" { out.to_str().unwrap() } else { a })
+                .map(|a| {
+                    if *a == "OUT" {
+                        out.to_str().unwrap()
+                    } else {
+                        a
+                    }
+                })
                 .collect();
             peak_rss_kib(lake, &args)
         };
