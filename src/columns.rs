@@ -1,10 +1,11 @@
 //! Reading query results by column name, whatever Arrow type DataFusion chose
 //! (`Utf8View`, `Int32`, ...). The queries are turnlake's own, so a missing
-//! column is a bug and panics with its name.
+//! column is a bug and panics with its name. Also: a batch reshaped to a
+//! schema by column name (`conform`), which reports what does not fit.
 
 use arrow::array::{Array, ArrayRef, AsArray};
 use arrow::compute::cast;
-use arrow::datatypes::{DataType, Float64Type, Int64Type};
+use arrow::datatypes::{DataType, Float64Type, Int64Type, SchemaRef};
 use arrow::record_batch::RecordBatch;
 
 fn column(batches: &[RecordBatch], name: &str, ty: &DataType) -> Vec<ArrayRef> {
@@ -64,4 +65,29 @@ pub fn scalar_i64(batches: &[RecordBatch]) -> i64 {
         .map(|b| b.schema().field(0).name().clone())
         .unwrap_or_default();
     i64s(batches, &name).first().copied().flatten().unwrap_or(0)
+}
+
+/// `batch` in the exact shape of `schema`: columns picked by name and cast to
+/// its types; a null in a non-nullable column is an error (its reason).
+pub fn conform(schema: &SchemaRef, batch: &RecordBatch) -> Result<RecordBatch, String> {
+    let mut columns = Vec::with_capacity(schema.fields().len());
+    for field in schema.fields() {
+        let col = batch
+            .column_by_name(field.name())
+            .ok_or_else(|| format!("no column {}", field.name()))?;
+        let col = if col.data_type() == field.data_type() {
+            col.clone()
+        } else {
+            cast(col, field.data_type()).map_err(|e| format!("column {}: {e}", field.name()))?
+        };
+        if !field.is_nullable() && col.null_count() > 0 {
+            return Err(format!(
+                "column {} holds {} null(s) but is not nullable",
+                field.name(),
+                col.null_count()
+            ));
+        }
+        columns.push(col);
+    }
+    RecordBatch::try_new(schema.clone(), columns).map_err(|e| e.to_string())
 }

@@ -248,12 +248,10 @@ pub async fn validate_table(lake: &Lake, args: &ValidateArgs) -> anyhow::Result<
     };
     let bar = crate::progress::bar(total, "validate");
     let started = std::time::Instant::now();
-    let checking = (enc, template, bar.clone(), args.mode, Vec::new());
-    let (_, _, _, _, checks) = sft::stream_rows(lake, &args.table, checking, |state, rows| {
-        let (enc, template, bar, mode, checks) = state;
-        checks.extend(check_rows(enc.as_ref(), template, &rows, *mode, &|| {
-            bar.inc(1)
-        }));
+    let (progress, mode) = (bar.clone(), args.mode);
+    let checks = sft::stream_rows(lake, &args.table, Vec::new(), move |checks, rows| {
+        let tick = || progress.inc(1);
+        checks.extend(check_rows(enc.as_ref(), &template, &rows, mode, &tick));
         Ok(())
     })
     .await

@@ -19,7 +19,6 @@ pub use schema::{table_schema, TableSchema};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use arrow::array::Array;
 use arrow::record_batch::RecordBatch;
 use deltalake::kernel::transaction::CommitProperties;
 use deltalake::protocol::SaveMode;
@@ -71,31 +70,10 @@ pub type LakeResult<T> = Result<T, LakeError>;
 /// `batch` in the exact shape of the table's schema file: columns picked by
 /// name and cast to the declared types; a null in a non-nullable column is an error.
 pub fn conform(schema: &TableSchema, batch: &RecordBatch) -> LakeResult<RecordBatch> {
-    let mismatch = |reason: String| LakeError::SchemaMismatch {
+    crate::columns::conform(&schema.schema, batch).map_err(|reason| LakeError::SchemaMismatch {
         table: schema.name.clone(),
         reason,
-    };
-    let mut columns = Vec::with_capacity(schema.schema.fields().len());
-    for field in schema.schema.fields() {
-        let col = batch
-            .column_by_name(field.name())
-            .ok_or_else(|| mismatch(format!("no column {}", field.name())))?;
-        let col = if col.data_type() == field.data_type() {
-            col.clone()
-        } else {
-            arrow::compute::cast(col, field.data_type())
-                .map_err(|e| mismatch(format!("column {}: {e}", field.name())))?
-        };
-        if !field.is_nullable() && col.null_count() > 0 {
-            return Err(mismatch(format!(
-                "column {} holds {} null(s) but is not nullable",
-                field.name(),
-                col.null_count()
-            )));
-        }
-        columns.push(col);
-    }
-    RecordBatch::try_new(schema.schema.clone(), columns).map_err(|e| mismatch(e.to_string()))
+    })
 }
 
 /// How every lake file is written: zstd (transcripts compress several times

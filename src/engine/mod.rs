@@ -1,21 +1,19 @@
 //! A DataFusion session over the lake: every table registered under its
 //! name, and every turnlake UDF.
 
+mod budget;
+
 use std::sync::Arc;
 
 use arrow::record_batch::RecordBatch;
 use datafusion::dataframe::DataFrame;
 use datafusion::datasource::{MemTable, TableProvider};
-use datafusion::logical_expr::{CreateMemoryTable, DdlStatement, LogicalPlan};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-use datafusion::execution::memory_pool::{MemoryPool, MemoryReservation};
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::logical_expr::{CreateMemoryTable, DdlStatement, LogicalPlan};
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 use crate::cluster::pinned::PinnedTable;
 use crate::cluster::ClusterError;
-
 use crate::lake::{Lake, LakeError};
 
 #[derive(Debug, thiserror::Error)]
@@ -61,7 +59,7 @@ pub async fn bounded_session(
         return session(lake).await;
     }
     let runtime = RuntimeEnvBuilder::new()
-        .with_memory_pool(Arc::new(SpillingBudget::new(limit)))
+        .with_memory_pool(Arc::new(budget::SpillingBudget::new(limit)))
         .build_arc()
         .map_err(|e| EngineError::Query {
             context: "creating a memory-bounded session".into(),
@@ -78,91 +76,6 @@ pub async fn bounded_session(
         .with_sort_spill_reservation_bytes(limit / 8);
     let ctx = SessionContext::new_with_config_rt(config, runtime);
     with_tables(lake, ctx, true).await
-}
-
-/// A memory pool that holds what can spill (sorts) to a budget and lets the
-/// rest (hash-join build sides: the rows being streamed, never a table) take
-/// what it needs: a budget on those would only turn a large mix into an
-/// error, while the sort is what grows with the mix.
-#[derive(Debug)]
-struct SpillingBudget {
-    budget: usize,
-    spillable: AtomicUsize,
-    other: AtomicUsize,
-}
-
-impl SpillingBudget {
-    fn new(budget: usize) -> SpillingBudget {
-        SpillingBudget {
-            budget,
-            spillable: AtomicUsize::new(0),
-            other: AtomicUsize::new(0),
-        }
-    }
-
-    fn counter(&self, reservation: &MemoryReservation) -> &AtomicUsize {
-        if reservation.consumer().can_spill() {
-            &self.spillable
-        } else {
-            &self.other
-        }
-    }
-}
-
-impl std::fmt::Display for SpillingBudget {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "spilling budget (spillable: {} of {} bytes, other: {} bytes)",
-            self.spillable.load(Ordering::Relaxed),
-            self.budget,
-            self.other.load(Ordering::Relaxed)
-        )
-    }
-}
-
-impl MemoryPool for SpillingBudget {
-    fn name(&self) -> &str {
-        "spilling budget"
-    }
-
-    fn grow(&self, reservation: &MemoryReservation, additional: usize) {
-        self.counter(reservation)
-            .fetch_add(additional, Ordering::Relaxed);
-    }
-
-    fn shrink(&self, reservation: &MemoryReservation, shrink: usize) {
-        self.counter(reservation)
-            .fetch_sub(shrink, Ordering::Relaxed);
-    }
-
-    fn try_grow(
-        &self,
-        reservation: &MemoryReservation,
-        additional: usize,
-    ) -> datafusion::error::Result<()> {
-        if !reservation.consumer().can_spill() {
-            self.other.fetch_add(additional, Ordering::Relaxed);
-            return Ok(());
-        }
-        self.spillable
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
-                (used + additional <= self.budget).then_some(used + additional)
-            })
-            .map(|_| ())
-            .map_err(|used| {
-                datafusion::error::DataFusionError::ResourcesExhausted(format!(
-                    "{} needs {additional} more bytes; {} of the {}-byte budget are free",
-                    reservation.consumer().name(),
-                    self.budget.saturating_sub(used),
-                    self.budget
-                ))
-            })
-    }
-
-    fn reserved(&self) -> usize {
-        self.spillable.load(Ordering::Relaxed) + self.other.load(Ordering::Relaxed)
-    }
 }
 
 /// Register every table of the lake, as its Delta provider or (`as_files`)
@@ -249,32 +162,23 @@ async fn create_table(
     let state = ctx.state();
     let input = state.optimize(&table.input)?;
     let schema = Arc::clone(input.schema().inner());
-    let partitions = DataFrame::new(state, input).collect_partitioned().await?;
-    let partitions = partitions
-        .into_iter()
+    let partitions = DataFrame::new(state, input)
+        .collect_partitioned()
+        .await?
+        .iter()
         .map(|batches| {
             batches
                 .iter()
-                .map(|b| {
-                    let columns = schema
-                        .fields()
-                        .iter()
-                        .map(|f| {
-                            let c = b.column_by_name(f.name()).ok_or_else(|| {
-                                datafusion::error::DataFusionError::Internal(format!(
-                                    "CREATE TABLE {}: no column {} in the result",
-                                    table.name,
-                                    f.name()
-                                ))
-                            })?;
-                            Ok(arrow::compute::cast(c, f.data_type())?)
-                        })
-                        .collect::<datafusion::error::Result<Vec<_>>>()?;
-                    Ok(RecordBatch::try_new(Arc::clone(&schema), columns)?)
-                })
-                .collect::<datafusion::error::Result<Vec<_>>>()
+                .map(|b| crate::columns::conform(&schema, b))
+                .collect::<Result<Vec<_>, String>>()
         })
-        .collect::<datafusion::error::Result<Vec<_>>>()?;
+        .collect::<Result<Vec<_>, String>>()
+        .map_err(|reason| {
+            datafusion::error::DataFusionError::Execution(format!(
+                "CREATE TABLE {}: {reason}",
+                table.name
+            ))
+        })?;
     if table.or_replace {
         ctx.deregister_table(table.name.clone())?;
     } else if ctx.table_exist(table.name.clone())? {
