@@ -1,4 +1,4 @@
-//! Link-time set-up: the binary finds libtorch (installed by ./setup.sh and
+//! Link-time set-up: turnlake-train finds libtorch (installed by ./setup.sh and
 //! handed over as LIBTORCH) at run time through an rpath, so no
 //! LD_LIBRARY_PATH is needed.
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Benchmark (not a test): `turnlake select` on an existing lake, locally and
 # on a loopback Ballista cluster (a scheduler and two executors started here
-# and stopped after), with wall time and peak RSS of each, and whether the
+# and stopped after), with wall time and peak RSS of each (and of the
+# scheduler and executors), and whether the
 # two runs wrote the same products.
 # Usage: bench/cluster_select.sh LAKE     (e.g. the lake bench/reference.sh built)
 # PROFILE=debug reuses the test build; BIN=path runs that binary.
@@ -27,4 +28,8 @@ for i in 1 2; do
 done
 phase select_cluster "$BIN" --lake "$LAKE" --cluster "$URL" select
 digest > "$WORK/cluster.csv"
+names=(scheduler executor-1 executor-2)
+for i in 0 1 2; do
+  echo "${names[$i]}: peak RSS $(awk '/VmHWM/ { print int($2 / 1024) }' "/proc/${pids[$i]}/status") MiB"
+done
 if cmp -s "$WORK/local.csv" "$WORK/cluster.csv"; then echo "products: identical"; else echo "products: DIFFER"; diff "$WORK/local.csv" "$WORK/cluster.csv" || true; fi

@@ -190,7 +190,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Optimize => cmd::maintain::optimize(&lake).await,
         Command::Unlock => cmd::snapshot::unlock(&lake).await,
         Command::Scorer { what } => cmd::scorer::run(&lake, what).await,
-        Command::Train(args) => cmd::train::run(&lake, args).await,
+        Command::Train(_) => cmd::train::delegate(),
         Command::Validate(args) => cmd::validate::run(&lake, args).await,
         Command::Tokenizer { what } => cmd::tokenizer::run(what),
         Command::Demo(args) => cmd::demo::run(args).await,

@@ -3,6 +3,8 @@
 //! column is a bug and panics with its name. Also: a batch reshaped to a
 //! schema by column name (`conform`), which reports what does not fit.
 
+use std::sync::Arc;
+
 use arrow::array::{Array, ArrayRef, AsArray};
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, Float64Type, Int64Type, SchemaRef};
@@ -90,4 +92,23 @@ pub fn conform(schema: &SchemaRef, batch: &RecordBatch) -> Result<RecordBatch, S
         columns.push(col);
     }
     RecordBatch::try_new(schema.clone(), columns).map_err(|e| e.to_string())
+}
+
+/// `batch` holding only the bytes its rows use. A string or binary view
+/// column produced by a scan, a filter or a join points into the whole data
+/// buffers it was cut from; Arrow IPC writes those buffers whole, so a small
+/// result shipped as it is can weigh gigabytes.
+pub fn compact_views(batch: &RecordBatch) -> RecordBatch {
+    let columns = batch
+        .columns()
+        .iter()
+        .map(|column| -> ArrayRef {
+            match column.data_type() {
+                DataType::Utf8View => Arc::new(column.as_string_view().gc()),
+                DataType::BinaryView => Arc::new(column.as_binary_view().gc()),
+                _ => column.clone(),
+            }
+        })
+        .collect();
+    RecordBatch::try_new(batch.schema(), columns).expect("same columns, same schema")
 }

@@ -2,12 +2,15 @@
 //! trajectories. Raw inputs are read by `source`, written to Delta tables by
 //! `lake`, queried through `engine` (DataFusion plus the `udf`s of the turn
 //! rules in `turn`), and turned into reports by the `pipeline` steps.
+//! Training with libtorch lives in the `turnlake-train` binary
+//! (src/bin/turnlake-train), so every other command starts without it.
 
 pub mod cli;
 pub mod cluster;
 pub mod cmd;
 pub mod columns;
 pub mod engine;
+pub mod entry;
 pub mod export;
 pub mod failpoint;
 pub mod lake;
@@ -20,6 +23,5 @@ pub mod source;
 pub mod storage;
 pub mod synth;
 pub mod tokenize;
-pub mod train;
 pub mod turn;
 pub mod udf;

@@ -94,6 +94,8 @@ pub async fn remote_session(url: &str) -> Result<SessionContext, ClusterError> {
         let options = state.config_mut().options_mut();
         options.optimizer.prefer_hash_join = true;
         options.execution.target_partitions = 1;
+        // Lake tables are plain strings here (`pinned::without_views`): read them so.
+        options.execution.parquet.schema_force_view_types = false;
     }
     Ok(ctx)
 }

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use arrow::datatypes::{FieldRef, Schema, SchemaRef};
+use arrow::datatypes::{DataType, FieldRef, Schema, SchemaRef};
 use async_trait::async_trait;
 use datafusion::catalog::Session;
 use datafusion::common::stats::Precision;
@@ -168,6 +168,32 @@ impl PinnedTable {
     }
 }
 
+/// `schema` with its string and binary views as plain strings and binaries,
+/// for tables scanned on a cluster. Ballista ships every intermediate
+/// result as Arrow IPC, which writes a view column's data buffers whole: a
+/// few rows filtered or joined out of a scan carry the scan's pages with
+/// them, so a shuffle or a result weighs gigabytes. Plain arrays are copied
+/// by filters and joins and ship only their rows.
+pub fn without_views(schema: &Schema) -> SchemaRef {
+    fn plain(field: &FieldRef) -> FieldRef {
+        let ty = match field.data_type() {
+            DataType::Utf8View => DataType::Utf8,
+            DataType::BinaryView => DataType::Binary,
+            DataType::List(item) => DataType::List(plain(item)),
+            DataType::LargeList(item) => DataType::LargeList(plain(item)),
+            DataType::FixedSizeList(item, n) => DataType::FixedSizeList(plain(item), *n),
+            DataType::Struct(fields) => DataType::Struct(fields.iter().map(plain).collect()),
+            DataType::Map(entries, sorted) => DataType::Map(plain(entries), *sorted),
+            other => other.clone(),
+        };
+        Arc::new(field.as_ref().clone().with_data_type(ty))
+    }
+    Arc::new(Schema::new_with_metadata(
+        schema.fields().iter().map(plain).collect::<Vec<_>>(),
+        schema.metadata().clone(),
+    ))
+}
+
 /// The object store URL of `url` and the path of `url` inside that store.
 fn store_and_prefix(url: &Url) -> Result<(String, StorePath)> {
     let store = match url.scheme() {
@@ -249,5 +275,37 @@ impl TableProvider for PinnedTable {
         .with_limit(limit)
         .build();
         format.create_physical_plan(state, config).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::datatypes::Field;
+
+    #[test]
+    fn views_become_plain_arrays_at_every_depth() {
+        let item = Arc::new(Field::new("element", DataType::Utf8View, true));
+        let schema = Schema::new(vec![
+            Field::new("id", DataType::Utf8View, false),
+            Field::new("blob", DataType::BinaryView, true),
+            Field::new("tags", DataType::List(item), true),
+            Field::new("t", DataType::Int32, false),
+        ]);
+        let plain = without_views(&schema);
+        let types: Vec<String> = plain
+            .fields()
+            .iter()
+            .map(|f| format!("{} {} {}", f.name(), f.data_type(), f.is_nullable()))
+            .collect();
+        assert_eq!(
+            types,
+            [
+                "id Utf8 false",
+                "blob Binary true",
+                "tags List(Utf8, field: 'element') true",
+                "t Int32 false"
+            ]
+        );
     }
 }

@@ -38,6 +38,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         "my-runs",
         "verl",
         "runs",
+        "train.toml",
     ];
     if dir.exists() {
         let foreign = std::fs::read_dir(&dir)
@@ -326,30 +327,26 @@ async fn verl(lake: &Lake, dir: &std::path::Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A tiny Qwen2-architecture model trained for a few steps on the mix.
+/// A tiny Qwen2-architecture model trained for a few steps on the mix, by
+/// `turnlake train` (in the turnlake-train binary).
 async fn train(lake: &Lake, dir: &std::path::Path) -> anyhow::Result<()> {
-    use crate::train::run::{self, TrainConfig};
     println!("\n== train: a tiny model on sft_mix for a few steps (loss on train turns only)");
-    let cfg = TrainConfig {
-        steps: 8,
-        eval_every: 4,
-        checkpoint_every: 4,
-        ..TrainConfig::default_config()
-    };
-    let enc = super::validate::encoder(None, None, "")?;
-    let prepared = crate::train::prepare(
-        lake,
-        "sft_mix",
-        enc.as_ref(),
-        &crate::tokenize::template::ChatTemplate::chatml(),
-    )
-    .await?;
-    let data = prepared.dataset(cfg.seq_len, cfg.seed, cfg.heldout_share);
-    let out = dir.join("runs/demo");
-    let report = tokio::task::block_in_place(|| {
-        let opts = run::RunOptions::new(tch::Device::Cpu, &out, prepared.lake.clone());
-        run::train(&data, &cfg, &opts, &|_| {})
-    })?;
-    super::train::print_report(&report, &out);
+    let mut cfg: toml::Table = toml::from_str(super::train::DEFAULT_CONFIG)?;
+    for (key, value) in [("steps", 8), ("eval_every", 4), ("checkpoint_every", 4)] {
+        cfg.insert(key.into(), toml::Value::Integer(value));
+    }
+    let config = dir.join("train.toml");
+    std::fs::write(&config, toml::to_string(&cfg)?)?;
+    let status = super::train::trainer()?
+        .arg("--lake")
+        .arg(lake.root().as_str())
+        .arg("train")
+        .args(["--mix", "sft_mix", "--out"])
+        .arg(dir.join("runs/demo"))
+        .arg("--config")
+        .arg(&config)
+        .status()
+        .context("running turnlake-train")?;
+    anyhow::ensure!(status.success(), "turnlake train failed ({status})");
     Ok(())
 }

@@ -53,72 +53,6 @@ pub struct SweepArgs {
     pub device: super::train::DeviceArg,
 }
 
-async fn sweep(lake: &LakeArg, args: SweepArgs) -> anyhow::Result<ExitCode> {
-    use crate::train::sweep;
-    let candidates = sweep::parse_grid(&args.grid).map_err(anyhow::Error::msg)?;
-    anyhow::ensure!(!args.seeds.is_empty(), "--seeds: give at least one seed");
-    let cfg = super::train::load_config(args.train_config.as_ref())?;
-    let device = args.device.device()?;
-    let lake = lake.open().await?;
-    let enc = super::validate::encoder(None, None, "")?;
-    let prepared = crate::train::prepare(
-        &lake,
-        &args.table,
-        enc.as_ref(),
-        &crate::tokenize::template::ChatTemplate::chatml(),
-    )
-    .await
-    .context("reading the rows to train on")?;
-    let bar = crate::progress::bar((candidates.len() * args.seeds.len()) as u64, "sweep");
-    let report = tokio::task::block_in_place(|| {
-        let plan = sweep::SweepPlan {
-            candidates: &candidates,
-            target: &args.target,
-            seeds: &args.seeds,
-        };
-        sweep::sweep(&prepared, &plan, &cfg, device, &args.out, &|| bar.inc(1))
-    })?;
-    bar.finish_and_clear();
-    print_sweep(&report);
-    println!(
-        "   {} and {}",
-        args.out.join("sweep.json").display(),
-        args.out.join("sweep.png").display()
-    );
-    Ok(ExitCode::SUCCESS)
-}
-
-pub fn print_sweep(r: &crate::train::sweep::SweepReport) {
-    println!(
-        "mix sweep: held-out {} loss ({} windows) after {} training tokens per proxy, seeds {:?}",
-        r.target, r.target_windows, r.token_budget, r.seeds
-    );
-    let mut t = Table::new();
-    t.set_header(vec![
-        "rank",
-        "candidate",
-        "mean loss",
-        "spread (max-min)",
-        "per seed",
-        "train tokens",
-    ]);
-    for c in &r.ranking {
-        t.add_row(vec![
-            c.rank.to_string(),
-            c.candidate.name.clone(),
-            format!("{:.4}", c.mean_loss),
-            format!("{:.4}", c.spread),
-            c.losses
-                .iter()
-                .map(|l| format!("{l:.4}"))
-                .collect::<Vec<_>>()
-                .join(" "),
-            c.train_tokens.to_string(),
-        ]);
-    }
-    println!("{t}");
-}
-
 pub fn print_report(r: &MixReport) {
     let pct = |x: f64| format!("{:.1}", 100.0 * x);
     let mut t = Table::new();
@@ -173,8 +107,8 @@ pub fn print_report(r: &MixReport) {
 }
 
 pub async fn run(lake: &LakeArg, args: MixArgs) -> anyhow::Result<ExitCode> {
-    if let Some(MixCommand::Sweep(sweep_args)) = args.command {
-        return sweep(lake, sweep_args).await;
+    if let Some(MixCommand::Sweep(_)) = args.command {
+        return super::train::delegate();
     }
     let config = super::select::load_config(args.config.as_ref())?;
     let lake = lake.open().await?;

@@ -1,34 +1,17 @@
-//! `turnlake train --mix sft_mix --out runs/NAME`: train a small causal LM on
-//! a built mix (loss on train turns only) and report held-out loss per mix.
+//! `turnlake train --mix sft_mix --out runs/NAME` and `turnlake mix sweep`:
+//! the commands that train with libtorch. Their arguments are parsed here;
+//! they run in the `turnlake-train` binary beside this one, so every other
+//! command starts without loading libtorch (about 0.2 s and 130 MB per start).
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
-use std::process::ExitCode;
-
-use crate::cli::LakeArg;
-use crate::tokenize::template::ChatTemplate;
-use crate::train::run::{self, TrainConfig};
+use std::process::{Command, ExitCode};
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum DeviceArg {
     Cpu,
     Cuda,
-}
-
-impl DeviceArg {
-    pub fn device(self) -> anyhow::Result<tch::Device> {
-        match self {
-            DeviceArg::Cpu => Ok(tch::Device::Cpu),
-            DeviceArg::Cuda => {
-                anyhow::ensure!(
-                    tch::Cuda::is_available(),
-                    "--device cuda: libtorch sees no CUDA device"
-                );
-                Ok(tch::Device::Cuda(0))
-            }
-        }
-    }
 }
 
 #[derive(Debug, Args)]
@@ -55,52 +38,36 @@ pub struct TrainArgs {
     pub tokenizer: Option<PathBuf>,
 }
 
-pub fn load_config(path: Option<&PathBuf>) -> anyhow::Result<TrainConfig> {
-    super::load_config(path, TrainConfig::default_config, TrainConfig::from_toml)
-}
+/// The training settings `turnlake train` uses when given no --config.
+pub const DEFAULT_CONFIG: &str = include_str!("../../data/train.toml");
 
-pub async fn run(lake: &LakeArg, args: TrainArgs) -> anyhow::Result<ExitCode> {
-    let cfg = load_config(args.config.as_ref())?;
-    let device = args.device.device()?;
-    let lake = lake.open().await?;
-    let enc = super::validate::encoder(args.tokenizer.as_ref(), None, "")?;
-    let prepared = crate::train::prepare(&lake, &args.mix, enc.as_ref(), &ChatTemplate::chatml())
-        .await
-        .context("reading the rows to train on")?;
-    let data = prepared.dataset(cfg.seq_len, cfg.seed, cfg.heldout_share);
-    let bar = crate::progress::bar(cfg.steps as u64, "train");
-    let report = tokio::task::block_in_place(|| {
-        let opts = run::RunOptions {
-            resume: args.resume,
-            stop_after: args.stop_after,
-            ..run::RunOptions::new(device, &args.out, prepared.lake.clone())
-        };
-        run::train(&data, &cfg, &opts, &|step| bar.set_position(step as u64))
-    })?;
-    bar.finish_and_clear();
-    print_report(&report, &args.out);
-    Ok(ExitCode::SUCCESS)
-}
-
-pub fn print_report(r: &run::RunReport, out: &std::path::Path) {
-    println!(
-        "trained {} steps{} of a {}-parameter Qwen2 model on {} windows: final train loss {}, {:.0} tokens/s ({})",
-        r.steps,
-        r.resumed_from.map_or(String::new(), |s| format!(" (resumed at {s})")),
-        r.parameters,
-        r.train_windows,
-        r.final_train_loss.map_or("n/a".into(), |l| format!("{l:.3}")),
-        r.tokens_per_second,
-        r.device
+/// The `turnlake-train` binary, beside this one.
+pub fn trainer() -> anyhow::Result<Command> {
+    let exe = std::env::current_exe().context("locating the turnlake binary")?;
+    let trainer = exe.with_file_name(format!("turnlake-train{}", std::env::consts::EXE_SUFFIX));
+    anyhow::ensure!(
+        trainer.is_file(),
+        "training runs in the turnlake-train binary, which is not beside {} \
+         (`cargo build` and `cargo install --path .` build both)",
+        exe.display()
     );
-    for (mix, loss) in &r.heldout_loss {
-        println!(
-            "   held-out {mix}: loss {loss:.3} over {} windows",
-            r.heldout_windows.get(mix).copied().unwrap_or(0)
-        );
+    Ok(Command::new(trainer))
+}
+
+/// Hand this process's command line to `turnlake-train`, which parses the
+/// same arguments; its exit is ours.
+pub fn delegate() -> anyhow::Result<ExitCode> {
+    let mut trainer = trainer()?;
+    trainer.args(std::env::args_os().skip(1));
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        let err = trainer.exec();
+        Err(err).context("starting turnlake-train")
     }
-    println!(
-        "   run folder {} (report.json, loss.png, model/, checkpoints/)",
-        out.display()
-    );
+    #[cfg(not(unix))]
+    {
+        let status = trainer.status().context("running turnlake-train")?;
+        Ok(ExitCode::from(status.code().unwrap_or(1) as u8))
+    }
 }

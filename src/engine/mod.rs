@@ -11,6 +11,7 @@ use datafusion::datasource::{MemTable, TableProvider};
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::logical_expr::{CreateMemoryTable, DdlStatement, LogicalPlan};
 use datafusion::prelude::{SessionConfig, SessionContext};
+use futures::StreamExt;
 
 use crate::cluster::pinned::PinnedTable;
 use crate::cluster::ClusterError;
@@ -115,9 +116,13 @@ async fn register_table(
         .map_err(|e| err(datafusion::error::DataFusionError::External(Box::new(e))))?;
     let mut provider: Arc<dyn TableProvider> = table.table_provider().await.map_err(err)?;
     if as_files {
-        // A cluster's executors get the pinned version's file list, not the Delta log.
-        let pinned = PinnedTable::from_delta(&table, &lake.table_url(name), provider.schema())
-            .map_err(err)?;
+        // A cluster's executors get the pinned version's file list, not the
+        // Delta log; and plain strings, not views (see `without_views`).
+        let schema = match lake.cluster() {
+            Some(_) => crate::cluster::pinned::without_views(&provider.schema()),
+            None => provider.schema(),
+        };
+        let pinned = PinnedTable::from_delta(&table, &lake.table_url(name), schema).map_err(err)?;
         provider = Arc::new(pinned);
     }
     let _ = ctx.deregister_table(name);
@@ -162,23 +167,25 @@ async fn create_table(
     let state = ctx.state();
     let input = state.optimize(&table.input)?;
     let schema = Arc::clone(input.schema().inner());
-    let partitions = DataFrame::new(state, input)
-        .collect_partitioned()
+    // Each batch is reshaped and compacted as it arrives: a cluster's result
+    // batches can point into far larger buffers than their rows use.
+    let mut partitions = Vec::new();
+    for mut stream in DataFrame::new(state, input)
+        .execute_stream_partitioned()
         .await?
-        .iter()
-        .map(|batches| {
-            batches
-                .iter()
-                .map(|b| crate::columns::conform(&schema, b))
-                .collect::<Result<Vec<_>, String>>()
-        })
-        .collect::<Result<Vec<_>, String>>()
-        .map_err(|reason| {
-            datafusion::error::DataFusionError::Execution(format!(
-                "CREATE TABLE {}: {reason}",
-                table.name
-            ))
-        })?;
+    {
+        let mut batches = Vec::new();
+        while let Some(batch) = stream.next().await {
+            let batch = crate::columns::conform(&schema, &batch?).map_err(|reason| {
+                datafusion::error::DataFusionError::Execution(format!(
+                    "CREATE TABLE {}: {reason}",
+                    table.name
+                ))
+            })?;
+            batches.push(crate::columns::compact_views(&batch));
+        }
+        partitions.push(batches);
+    }
     if table.or_replace {
         ctx.deregister_table(table.name.clone())?;
     } else if ctx.table_exist(table.name.clone())? {

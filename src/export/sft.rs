@@ -119,7 +119,11 @@ const MESSAGES_SQL: &str = "SELECT arrow_cast(r.row_id, 'Utf8') AS row_id, \
  ORDER BY 1, 4";
 
 /// Each row's train turns, with the message each one is.
-const META_SQL: &str = "SELECT row_id, t, msg_idx, cmd_kind, weight, tags, is_recovery \
+/// Strings are cast out of their views, as in [`MESSAGES_SQL`]: a view column
+/// a join outputs keeps the whole build side's string buffers alive, so the
+/// sort would count every batch as gigabytes and refuse its budget.
+const META_SQL: &str = "SELECT arrow_cast(row_id, 'Utf8') AS row_id, t, msg_idx, \
+        arrow_cast(cmd_kind, 'Utf8') AS cmd_kind, weight, arrow_cast(tags, 'List(Utf8)') AS tags, is_recovery \
  FROM train_turns_v ORDER BY row_id, t";
 
 /// One train turn of a row: the message it is, and its train_meta entry.

@@ -336,6 +336,7 @@ impl Qwen2 {
     }
 
     /// Load a model directory (config.json + model.safetensors).
+    #[cfg(test)]
     pub fn load_dir(dir: &Path, device: Device) -> Result<Qwen2, String> {
         let text = std::fs::read(dir.join("config.json"))
             .map_err(|e| format!("{}: {e}", dir.join("config.json").display()))?;

@@ -14,7 +14,7 @@ use super::model::{Qwen2, Qwen2Config};
 use super::optim::{learning_rate, AdamW};
 use super::TrainError;
 
-pub const DEFAULT_CONFIG: &str = include_str!("../../data/train.toml");
+pub const DEFAULT_CONFIG: &str = include_str!("../../../../data/train.toml");
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelSize {
@@ -336,11 +336,11 @@ pub fn train(
             points.iter().map(|(s, l)| (*s, *l as f64)).collect(),
         ));
     }
-    let refs: Vec<crate::plot::LossSeries> = series
+    let refs: Vec<turnlake::plot::LossSeries> = series
         .iter()
         .map(|(n, s)| (n.as_str(), s.clone()))
         .collect();
-    crate::plot::loss_curve(&refs, &out.join("loss.png"))
+    turnlake::plot::loss_curve(&refs, &out.join("loss.png"))
         .map_err(|e| TrainError::Data(format!("plotting the loss curve: {e}")))?;
     let parameters = model
         .vs

@@ -5,9 +5,9 @@
 
 use serde_json::Value;
 
-use crate::source::derive::sha256_hex;
-use crate::tokenize::template::{ChatTemplate, Message};
-use crate::tokenize::TextEncoder;
+use turnlake::source::derive::sha256_hex;
+use turnlake::tokenize::template::{ChatTemplate, Message};
+use turnlake::tokenize::TextEncoder;
 
 /// Label of a position that carries no loss.
 pub const IGNORE: i64 = -100;

@@ -205,7 +205,7 @@ pub fn sweep(
         .iter()
         .map(|r| (r.candidate.name.clone(), r.losses.clone()))
         .collect();
-    crate::plot::sweep(&points, &out.join("sweep.png"))
+    turnlake::plot::sweep(&points, &out.join("sweep.png"))
         .map_err(|e| TrainError::Data(format!("plotting the sweep: {e}")))?;
     Ok(report)
 }

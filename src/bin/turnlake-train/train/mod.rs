@@ -11,23 +11,23 @@ pub mod sweep;
 
 use std::collections::BTreeMap;
 
-use crate::columns;
-use crate::engine;
-use crate::lake::Lake;
-use crate::tokenize::template::ChatTemplate;
-use crate::tokenize::TextEncoder;
 use data::Tokenized;
+use turnlake::columns;
+use turnlake::engine;
+use turnlake::lake::Lake;
+use turnlake::tokenize::template::ChatTemplate;
+use turnlake::tokenize::TextEncoder;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TrainError {
     #[error("{0}")]
     Data(String),
     #[error(transparent)]
-    Lake(#[from] crate::lake::LakeError),
+    Lake(#[from] turnlake::lake::LakeError),
     #[error(transparent)]
-    Engine(#[from] crate::engine::EngineError),
+    Engine(#[from] turnlake::engine::EngineError),
     #[error(transparent)]
-    Export(#[from] crate::export::sft::ExportError),
+    Export(#[from] turnlake::export::sft::ExportError),
     #[error("libtorch")]
     Torch(#[from] tch::TchError),
     #[error("writing the run")]
@@ -52,10 +52,10 @@ pub async fn prepare(
     template: &ChatTemplate,
 ) -> Result<Prepared, TrainError> {
     let view = lake.view().await?;
-    let rows = crate::export::sft::rows(lake, table).await?;
+    let rows = turnlake::export::sft::rows(lake, table).await?;
     let ctx = engine::session(lake).await?;
     // Each row's held-out unit: its trajectory's sample (Albedo) or instance.
-    let query = |e| crate::engine::EngineError::Query {
+    let query = |e| turnlake::engine::EngineError::Query {
         context: format!("reading the rows of {table}"),
         source: Box::new(e),
     };

@@ -1,0 +1,168 @@
+//! `turnlake-train`: the commands that train with libtorch, `turnlake train`
+//! and `turnlake mix sweep`. `turnlake` hands them here with its own command
+//! line (this binary parses the same arguments), so that no other command
+//! pays for loading libtorch.
+
+mod train;
+
+use anyhow::Context;
+use clap::Parser;
+use comfy_table::Table;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use train::run::{self, TrainConfig};
+use turnlake::cli::{Cli, Command, LakeArg};
+use turnlake::cmd::mix::{MixArgs, MixCommand, SweepArgs};
+use turnlake::cmd::train::{DeviceArg, TrainArgs};
+use turnlake::tokenize::template::ChatTemplate;
+
+fn main() -> ExitCode {
+    turnlake::entry::main(run)
+}
+
+fn run() -> anyhow::Result<ExitCode> {
+    let cli = Cli::parse();
+    let lake = LakeArg {
+        root: cli.lake,
+        as_of: cli.as_of,
+        cluster: cli.cluster,
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    match cli.command {
+        Command::Train(args) => rt.block_on(train(&lake, args)),
+        Command::Mix(MixArgs {
+            command: Some(MixCommand::Sweep(args)),
+            ..
+        }) => rt.block_on(sweep(&lake, args)),
+        _ => {
+            anyhow::bail!("turnlake-train runs `train` and `mix sweep`; run the rest with turnlake")
+        }
+    }
+}
+
+fn device(arg: DeviceArg) -> anyhow::Result<tch::Device> {
+    match arg {
+        DeviceArg::Cpu => Ok(tch::Device::Cpu),
+        DeviceArg::Cuda => {
+            anyhow::ensure!(
+                tch::Cuda::is_available(),
+                "--device cuda: libtorch sees no CUDA device"
+            );
+            Ok(tch::Device::Cuda(0))
+        }
+    }
+}
+
+fn load_config(path: Option<&PathBuf>) -> anyhow::Result<TrainConfig> {
+    turnlake::cmd::load_config(path, TrainConfig::default_config, TrainConfig::from_toml)
+}
+
+async fn train(lake: &LakeArg, args: TrainArgs) -> anyhow::Result<ExitCode> {
+    let cfg = load_config(args.config.as_ref())?;
+    let device = device(args.device)?;
+    let lake = lake.open().await?;
+    let enc = turnlake::cmd::validate::encoder(args.tokenizer.as_ref(), None, "")?;
+    let prepared = train::prepare(&lake, &args.mix, enc.as_ref(), &ChatTemplate::chatml())
+        .await
+        .context("reading the rows to train on")?;
+    let data = prepared.dataset(cfg.seq_len, cfg.seed, cfg.heldout_share);
+    let bar = turnlake::progress::bar(cfg.steps as u64, "train");
+    let report = tokio::task::block_in_place(|| {
+        let opts = run::RunOptions {
+            resume: args.resume,
+            stop_after: args.stop_after,
+            ..run::RunOptions::new(device, &args.out, prepared.lake.clone())
+        };
+        run::train(&data, &cfg, &opts, &|step| bar.set_position(step as u64))
+    })?;
+    bar.finish_and_clear();
+    print_report(&report, &args.out);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_report(r: &run::RunReport, out: &std::path::Path) {
+    println!(
+        "trained {} steps{} of a {}-parameter Qwen2 model on {} windows: final train loss {}, {:.0} tokens/s ({})",
+        r.steps,
+        r.resumed_from.map_or(String::new(), |s| format!(" (resumed at {s})")),
+        r.parameters,
+        r.train_windows,
+        r.final_train_loss.map_or("n/a".into(), |l| format!("{l:.3}")),
+        r.tokens_per_second,
+        r.device
+    );
+    for (mix, loss) in &r.heldout_loss {
+        println!(
+            "   held-out {mix}: loss {loss:.3} over {} windows",
+            r.heldout_windows.get(mix).copied().unwrap_or(0)
+        );
+    }
+    println!(
+        "   run folder {} (report.json, loss.png, model/, checkpoints/)",
+        out.display()
+    );
+}
+
+async fn sweep(lake: &LakeArg, args: SweepArgs) -> anyhow::Result<ExitCode> {
+    use train::sweep;
+    let candidates = sweep::parse_grid(&args.grid).map_err(anyhow::Error::msg)?;
+    anyhow::ensure!(!args.seeds.is_empty(), "--seeds: give at least one seed");
+    let cfg = load_config(args.train_config.as_ref())?;
+    let device = device(args.device)?;
+    let lake = lake.open().await?;
+    let enc = turnlake::cmd::validate::encoder(None, None, "")?;
+    let prepared = train::prepare(&lake, &args.table, enc.as_ref(), &ChatTemplate::chatml())
+        .await
+        .context("reading the rows to train on")?;
+    let bar = turnlake::progress::bar((candidates.len() * args.seeds.len()) as u64, "sweep");
+    let report = tokio::task::block_in_place(|| {
+        let plan = sweep::SweepPlan {
+            candidates: &candidates,
+            target: &args.target,
+            seeds: &args.seeds,
+        };
+        sweep::sweep(&prepared, &plan, &cfg, device, &args.out, &|| bar.inc(1))
+    })?;
+    bar.finish_and_clear();
+    print_sweep(&report);
+    println!(
+        "   {} and {}",
+        args.out.join("sweep.json").display(),
+        args.out.join("sweep.png").display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_sweep(r: &train::sweep::SweepReport) {
+    println!(
+        "mix sweep: held-out {} loss ({} windows) after {} training tokens per proxy, seeds {:?}",
+        r.target, r.target_windows, r.token_budget, r.seeds
+    );
+    let mut t = Table::new();
+    t.set_header(vec![
+        "rank",
+        "candidate",
+        "mean loss",
+        "spread (max-min)",
+        "per seed",
+        "train tokens",
+    ]);
+    for c in &r.ranking {
+        t.add_row(vec![
+            c.rank.to_string(),
+            c.candidate.name.clone(),
+            format!("{:.4}", c.mean_loss),
+            format!("{:.4}", c.spread),
+            c.losses
+                .iter()
+                .map(|l| format!("{l:.4}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+            c.train_tokens.to_string(),
+        ]);
+    }
+    println!("{t}");
+}

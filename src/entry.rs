@@ -1,0 +1,69 @@
+//! How a turnlake binary ends: its error chain printed once, with no secret
+//! of the environment, and SIGPIPE when the reader of its output went away.
+
+use std::process::ExitCode;
+
+/// Run `command` (a binary's argument parsing and dispatch) and end the
+/// process as a Unix tool does: the error chain printed once, secrets
+/// redacted, SIGPIPE when our reader went away.
+pub fn main(command: fn() -> anyhow::Result<ExitCode>) -> ExitCode {
+    // SIGPIPE stays ignored (Rust's default): a socket whose peer went away
+    // (S3, a cluster's gRPC: hyper writes with writev, which raises SIGPIPE)
+    // must be an error to handle, not a silent death. When the reader of our
+    // output goes away (`turnlake sql ... | head`), end as other Unix tools
+    // do, by SIGPIPE, instead of panicking in println!.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to stdout") && stdout_closed() {
+            end_by_sigpipe();
+        }
+        default_hook(info)
+    }));
+    match command() {
+        Ok(code) => code,
+        Err(err) => {
+            // A writer of our output (CSV, JSON, a table) failed because its
+            // reader went away: not an error to report.
+            if stdout_closed() && format!("{err:#}").contains("Broken pipe") {
+                end_by_sigpipe();
+            }
+            // No secret of the environment reaches the terminal, whatever failed.
+            let text = crate::storage::s3::redact(&format!("{err:#}"));
+            eprintln!("turnlake: {text}");
+            if let Some(hint) = crate::storage::s3::hint(err.chain()) {
+                if !text.contains(hint) {
+                    eprintln!("hint: {hint}");
+                }
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Whether the reader of our stdout has gone away (a pipe with no reader).
+fn stdout_closed() -> bool {
+    let mut fd = libc::pollfd {
+        fd: libc::STDOUT_FILENO,
+        events: 0,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, no wait.
+    let ready = unsafe { libc::poll(&mut fd, 1, 0) };
+    ready > 0 && fd.revents & (libc::POLLERR | libc::POLLHUP) != 0
+}
+
+/// End as a write to a closed pipe would have, by SIGPIPE.
+fn end_by_sigpipe() -> ! {
+    // SAFETY: restoring SIGPIPE's default action and raising it ends the process.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        libc::raise(libc::SIGPIPE);
+    }
+    std::process::exit(141)
+}
