@@ -10,7 +10,7 @@
 -- bash blocks, first-command kind (cmd_kind.rs, without quote-aware
 -- splitting), return code and failure (observation.rs), submit by command or
 -- observation marker (markers.rs), unclosed <think>, content sha256, the
--- chained turn sha, repeats and loop metrics. Not mirrored: rejects, the
+-- chained turn sha (both stored as their first 16 hex digits), repeats and loop metrics. Not mirrored: rejects, the
 -- `exit` submit signal (mini-coder has no exit records), re-ingest dedup.
 
 SET threads = 2;
@@ -105,7 +105,7 @@ FROM (
 COPY (
   SELECT traj_id, 'mini_coder' AS source, CAST(i - 1 AS INTEGER) AS idx, messages[i].role AS role,
          messages[i].content AS content, NULL::VARCHAR AS reasoning_content, NULL::VARCHAR AS tool_calls,
-         false AS score_target, false AS environment_observation, false AS is_context, shas[i] AS content_sha
+         false AS score_target, false AS environment_observation, false AS is_context, left(shas[i], 16) AS content_sha
   FROM (SELECT traj_id, messages, shas, unnest(generate_series(1, len(messages))) AS i FROM traj)
 ) TO '{out}/messages' (FORMAT parquet, PARTITION_BY (source), COMPRESSION zstd,
   OVERWRITE_OR_IGNORE, FILENAME_PATTERN 'batch{batch}_{i}');
@@ -115,7 +115,7 @@ CREATE OR REPLACE TEMP TABLE turn_raw AS
 WITH a AS (
   SELECT traj_id, obs_format, t, i, messages[i].content AS content,
          CASE WHEN messages[i + 1].role IN ('user', 'tool') THEN messages[i + 1].content END AS obs,
-         sha256(array_to_string(shas[1:i], '')) AS turn_sha
+         left(sha256(array_to_string(shas[1:i], '')), 16) AS turn_sha
   FROM (
     SELECT traj_id, obs_format, messages, shas, unnest(asst) AS i, generate_subscripts(asst, 1) AS t
     FROM (SELECT *, list_filter(generate_series(1, len(messages)), lambda i: messages[i].role = 'assistant') AS asst FROM traj)

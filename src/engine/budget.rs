@@ -4,10 +4,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use datafusion::execution::memory_pool::{MemoryPool, MemoryReservation};
 
-/// A memory pool that holds what can spill (sorts) to a budget and lets the
-/// rest (hash-join build sides: the rows being streamed, never a table) take
-/// what it needs: a budget on those would only turn a large mix into an
-/// error, while the sort is what grows with the mix.
+/// A memory pool that holds sorts to a budget, both what they can spill and
+/// the merge of what they spilled (which reads as many spill files at once
+/// as its reservation allows: unbudgeted, all of them, so its memory would
+/// grow with the mix), and lets the rest (hash-join build sides: the rows
+/// being streamed, never a table) take what it needs: a budget on those
+/// would only turn a large mix into an error.
 #[derive(Debug)]
 pub struct SpillingBudget {
     budget: usize,
@@ -24,8 +26,14 @@ impl SpillingBudget {
         }
     }
 
+    /// Whether `reservation` counts against the budget: a sort's, or its merge's.
+    fn budgeted(reservation: &MemoryReservation) -> bool {
+        let consumer = reservation.consumer();
+        consumer.can_spill() || consumer.name().starts_with("ExternalSorterMerge")
+    }
+
     fn counter(&self, reservation: &MemoryReservation) -> &AtomicUsize {
-        if reservation.consumer().can_spill() {
+        if Self::budgeted(reservation) {
             &self.spillable
         } else {
             &self.other
@@ -65,7 +73,7 @@ impl MemoryPool for SpillingBudget {
         reservation: &MemoryReservation,
         additional: usize,
     ) -> datafusion::error::Result<()> {
-        if !reservation.consumer().can_spill() {
+        if !Self::budgeted(reservation) {
             self.other.fetch_add(additional, Ordering::Relaxed);
             return Ok(());
         }

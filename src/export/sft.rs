@@ -86,7 +86,7 @@ fn tag_lists(batches: &[RecordBatch]) -> Result<Vec<Vec<String>>, ExportError> {
 pub const CHUNK_ROWS: usize = 256;
 
 /// The memory a stream of rows may use, in MiB (`TURNLAKE_STREAM_MEMORY`,
-/// default 256, at least 64): each of the two queries' operators get half of
+/// default 256, at least 16): each of the two queries' operators get half of
 /// it (beyond it the sort by row_id spills to the temporary folder; the
 /// train-turn query stays far below), and the chunks in flight between the
 /// reader and its consumer half.
@@ -94,17 +94,25 @@ pub fn stream_memory() -> usize {
     std::env::var("TURNLAKE_STREAM_MEMORY")
         .ok()
         .and_then(|v| v.parse::<usize>().ok())
-        .filter(|mib| *mib >= 64)
+        .filter(|mib| *mib >= 16)
         .unwrap_or(256)
         << 20
 }
 
-/// Rows per batch inside a stream's queries: one batch of long transcripts
-/// stays far below the memory a stream may use.
-const STREAM_BATCH_ROWS: usize = 64;
+/// Rows per batch inside the messages query: one batch of long transcripts
+/// stays far below the memory a stream may use, and a sort that spilled
+/// merges one batch per spill file. Smaller batches cost more per row than
+/// the sort itself (64 rows took validate twice as long).
+const MESSAGE_BATCH_ROWS: usize = 512;
+/// Rows per batch inside the train-turns query (a few short columns).
+const META_BATCH_ROWS: usize = 4096;
 
 /// Each row's messages. The only join builds on the rows (small); which
 /// messages train comes from the train_meta stream (their `msg_idx`).
+///
+/// `intact`: the content still has the digest ingest stored (its first
+/// `STORED_SHA_HEX` hex digits; lakes written before hold all 64, which the
+/// prefix test reads too).
 ///
 /// Strings are cast to plain Utf8 before the sort: a joined string view
 /// keeps pointing into the whole batch it came from, which the sort would
@@ -112,7 +120,7 @@ const STREAM_BATCH_ROWS: usize = 64;
 const MESSAGES_SQL: &str = "SELECT arrow_cast(r.row_id, 'Utf8') AS row_id, \
         arrow_cast(r.mix, 'Utf8') AS mix, arrow_cast(r.traj_id, 'Utf8') AS traj_id, m.idx, \
         arrow_cast(m.role, 'Utf8') AS role, arrow_cast(m.content, 'Utf8') AS content, \
-        encode(sha256(m.content), 'hex') = m.content_sha AS intact \
+        starts_with(encode(sha256(m.content), 'hex'), m.content_sha) AND length(m.content_sha) >= 16 AS intact \
  FROM rows_in r \
  JOIN messages m ON m.traj_id = r.traj_id AND (r.upto_msg IS NULL OR m.idx <= r.upto_msg) \
  WHERE m.role <> 'exit' \
@@ -241,8 +249,8 @@ async fn produce(
 ) -> Result<(), ExportError> {
     // One session per stream: two jobs running at once in one Ballista
     // session can be handed each other's stage plans.
-    let stream = |sql: &'static str, what: &'static str| async move {
-        let ctx = engine::bounded_session(lake, stream_memory() / 2, STREAM_BATCH_ROWS).await?;
+    let stream = |sql: &'static str, what: &'static str, batch_rows: usize| async move {
+        let ctx = engine::bounded_session(lake, stream_memory() / 2, batch_rows).await?;
         describe_rows(&ctx, table).await?;
         ctx.sql(sql)
             .await
@@ -251,10 +259,10 @@ async fn produce(
             .await
             .map_err(query_error(what))
     };
-    let mut messages = stream(MESSAGES_SQL, "messages").await?;
+    let mut messages = stream(MESSAGES_SQL, "messages", MESSAGE_BATCH_ROWS).await?;
     let mut out = Chunker {
         meta: MetaCursor {
-            stream: stream(META_SQL, "train turns").await?,
+            stream: stream(META_SQL, "train turns", META_BATCH_ROWS).await?,
             pending: VecDeque::new(),
         },
         chunk: Vec::with_capacity(CHUNK_ROWS),
@@ -495,7 +503,7 @@ impl<W: Write + Send> SftWriter<W> {
             }
             // A row group ends at a byte budget too: long transcripts would
             // otherwise hold thousands of rows' pages in memory.
-            if pw.in_progress_size() >= stream_memory() / 8 {
+            if pw.in_progress_size() >= stream_memory() / 32 {
                 pw.flush()?;
             }
         }

@@ -630,7 +630,7 @@ pub async fn write(lake: &Lake, opts: &VerlOptions, dir: &Path) -> Result<VerlSu
     let stream = ctx
         .sql(
             "SELECT m.traj_id, m.idx, m.role, m.content, \
-                    encode(sha256(m.content), 'hex') = m.content_sha AS intact FROM messages m \
+                    starts_with(encode(sha256(m.content), 'hex'), m.content_sha) AND length(m.content_sha) >= 16 AS intact FROM messages m \
              WHERE m.traj_id IN (SELECT traj_id FROM verl_trajectories) ORDER BY m.traj_id, m.idx",
         )
         .await?

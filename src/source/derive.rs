@@ -59,6 +59,13 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
+/// Hex digits of a sha256 the lake stores per message (`content_sha`) and per
+/// turn (`turn_sha`): 64 bits. A full digest is incompressible and took more
+/// room than the text it guards (two thirds of the lake); 64 bits still
+/// catch any corruption and never collide within a trajectory, which every
+/// join on them also matches.
+pub const STORED_SHA_HEX: usize = 16;
+
 /// sha256 over every message's role and content: a trajectory's content key.
 pub fn messages_sha(messages: &[RawMessage]) -> String {
     let mut h = Sha256::new();
@@ -122,7 +129,8 @@ pub fn derive(raw: &RawTrajectory) -> TrajectoryRows {
         let content_sha = sha256_hex(m.content.as_bytes());
         chain.update(content_sha.as_bytes());
         if m.role == "assistant" {
-            turn_shas.push(hex::encode(chain.clone().finalize()));
+            let turn_sha = hex::encode(chain.clone().finalize());
+            turn_shas.push(turn_sha[..STORED_SHA_HEX].to_string());
         }
         messages.push(MessageRow {
             traj_id: raw.traj_id.clone(),
@@ -135,7 +143,7 @@ pub fn derive(raw: &RawTrajectory) -> TrajectoryRows {
             score_target: m.score_target,
             environment_observation: m.environment_observation,
             is_context: first_own.is_some_and(|f| idx < f),
-            content_sha,
+            content_sha: content_sha[..STORED_SHA_HEX].to_string(),
         });
     }
 
@@ -349,6 +357,12 @@ mod tests {
         assert_eq!(rows.trajectory.max_cmd_run, 1);
         // a chained hash tells identical commands at different positions apart
         assert_ne!(t[0].turn_sha, t[2].turn_sha);
+        // stored digests are the sha256's first 64 bits
+        for m in &rows.messages {
+            assert_eq!(m.content_sha.len(), STORED_SHA_HEX);
+            assert!(sha256_hex(m.content.as_bytes()).starts_with(&m.content_sha));
+        }
+        assert!(t.iter().all(|t| t.turn_sha.len() == STORED_SHA_HEX));
     }
 
     #[test]

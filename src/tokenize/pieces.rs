@@ -21,30 +21,35 @@ enum Piece<'a> {
 }
 
 /// Cut `text` at the leftmost (then longest) added token, as tokenizers do.
+/// Each token's next occurrence is searched for again only once the cut has
+/// passed it, so the text is scanned once per token, not once per piece.
 fn split<'a>(text: &'a str, added: &[(String, u32)]) -> Vec<Piece<'a>> {
+    let find_from = |t: &str, from: usize| text[from..].find(t).map(|i| from + i);
+    let mut next: Vec<Option<usize>> = added.iter().map(|(t, _)| find_from(t, 0)).collect();
     let mut out = Vec::new();
     let mut at = 0;
     while at < text.len() {
-        let rest = &text[at..];
-        let next = added
+        for ((t, _), pos) in added.iter().zip(next.iter_mut()) {
+            if pos.is_some_and(|p| p < at) {
+                *pos = find_from(t, at);
+            }
+        }
+        let cut = added
             .iter()
-            .filter_map(|(t, id)| rest.find(t.as_str()).map(|i| (i, t.len(), *id)))
-            .min_by_key(|(i, len, _)| (*i, usize::MAX - len));
-        let plain = next.map_or(rest.len(), |(i, _, _)| i);
-        if plain > 0 {
+            .zip(&next)
+            .filter_map(|((t, id), pos)| pos.map(|p| (p, t.len(), *id)))
+            .min_by_key(|(p, len, _)| (*p, usize::MAX - len));
+        let plain_end = cut.map_or(text.len(), |(p, _, _)| p);
+        if plain_end > at {
             out.push(Piece::Text {
                 at,
-                text: &rest[..plain],
+                text: &text[at..plain_end],
             });
         }
-        match next {
-            Some((i, len, id)) => {
-                out.push(Piece::Added {
-                    at: at + i,
-                    len,
-                    id,
-                });
-                at += i + len;
+        match cut {
+            Some((p, len, id)) => {
+                out.push(Piece::Added { at: p, len, id });
+                at = p + len;
             }
             None => break,
         }

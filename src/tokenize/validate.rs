@@ -119,6 +119,14 @@ fn clip(s: &str) -> String {
     out
 }
 
+/// Whether `content` holds the text of a ChatML special token (each starts
+/// with `<|`: one scan finds the candidates).
+fn holds_special_text(content: &str) -> bool {
+    content
+        .match_indices("<|")
+        .any(|(at, _)| CHATML_SPECIALS.iter().any(|s| content[at..].starts_with(s)))
+}
+
 /// A row's messages as the template's input.
 fn messages(row: &Value) -> Vec<Message<'_>> {
     row["messages"]
@@ -173,9 +181,7 @@ fn check_row(
         trainable: 0,
         train_turns: train.len(),
         boundary_merges: 0,
-        special_text: messages
-            .iter()
-            .any(|m| CHATML_SPECIALS.iter().any(|s| m.content.contains(s))),
+        special_text: messages.iter().any(|m| holds_special_text(m.content)),
         failures: Vec::new(),
     };
     let fail = |k: usize, i: usize, reason: String| Failure {
@@ -510,6 +516,16 @@ mod tests {
         let f = &report.failures[0];
         assert_eq!((f.row_id.as_str(), f.message, f.t), ("r1", 1, Some(1)));
         assert!(f.reason.contains("from char 0"), "{}", f.reason);
+    }
+
+    #[test]
+    fn special_text_is_found_wherever_it_is() {
+        // holds_special_text looks only where `<|` starts.
+        assert!(CHATML_SPECIALS.iter().all(|s| s.starts_with("<|")));
+        for s in CHATML_SPECIALS {
+            assert!(holds_special_text(&format!("é<|x <|{}", &s[2..])));
+            assert!(!holds_special_text(&format!("é<|x {}", &s[2..])));
+        }
     }
 
     #[test]

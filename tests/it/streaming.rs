@@ -13,7 +13,7 @@ fn peak_rss_kib(lake: &Path, args: &[&str]) -> i64 {
     let log = tempfile::NamedTempFile::new().unwrap();
     // A small stream budget, so that 4x the mix is far beyond it.
     let child = bin()
-        .env("TURNLAKE_STREAM_MEMORY", "64")
+        .env("TURNLAKE_STREAM_MEMORY", "16")
         .arg("--lake")
         .arg(lake)
         .args(args)
