@@ -1,7 +1,9 @@
 //! Reading query results by column name, whatever Arrow type DataFusion chose
 //! (`Utf8View`, `Int32`, ...). The queries are turnlake's own, so a missing
 //! column is a bug and panics with its name. Also: a batch reshaped to a
-//! schema by column name (`conform`), which reports what does not fit.
+//! schema by column name (`conform`), which reports what does not fit, and
+//! a batch cut loose from the buffers its string views point into
+//! (`compact_views`).
 
 use std::sync::Arc;
 

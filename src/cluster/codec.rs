@@ -41,7 +41,7 @@ fn encode_memory(table: &MemTable, schema: SchemaRef, buf: &mut Vec<u8>) -> Resu
             .try_read()
             .map_err(|_| DataFusionError::Internal("an in-memory table is being written".into()))?;
         for batch in batches.iter() {
-            writer.write(&crate::columns::compact_views(batch))?;
+            writer.write(batch)?;
         }
     }
     writer.finish()?;

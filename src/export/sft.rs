@@ -83,14 +83,14 @@ fn tag_lists(batches: &[RecordBatch]) -> Result<Vec<Vec<String>>, ExportError> {
 }
 
 /// Rows a consumer gets at a time, at most.
-pub const CHUNK_ROWS: usize = 256;
+const CHUNK_ROWS: usize = 256;
 
 /// The memory a stream of rows may use, in MiB (`TURNLAKE_STREAM_MEMORY`,
 /// default 256, at least 16): each of the two queries' operators get half of
 /// it (beyond it the sort by row_id spills to the temporary folder; the
 /// train-turn query stays far below), and the chunks in flight between the
 /// reader and its consumer half.
-pub fn stream_memory() -> usize {
+fn stream_memory() -> usize {
     std::env::var("TURNLAKE_STREAM_MEMORY")
         .ok()
         .and_then(|v| v.parse::<usize>().ok())
@@ -110,24 +110,25 @@ const META_BATCH_ROWS: usize = 4096;
 /// Each row's messages. The only join builds on the rows (small); which
 /// messages train comes from the train_meta stream (their `msg_idx`).
 ///
-/// `intact`: the content still has the digest ingest stored (its first
-/// `STORED_SHA_HEX` hex digits; lakes written before hold all 64, which the
-/// prefix test reads too).
-///
 /// Strings are cast to plain Utf8 before the sort: a joined string view
 /// keeps pointing into the whole batch it came from, which the sort would
 /// count (ten times over) against its memory budget.
-const MESSAGES_SQL: &str = "SELECT arrow_cast(r.row_id, 'Utf8') AS row_id, \
+fn messages_sql() -> String {
+    format!(
+        "SELECT arrow_cast(r.row_id, 'Utf8') AS row_id, \
         arrow_cast(r.mix, 'Utf8') AS mix, arrow_cast(r.traj_id, 'Utf8') AS traj_id, m.idx, \
         arrow_cast(m.role, 'Utf8') AS role, arrow_cast(m.content, 'Utf8') AS content, \
-        starts_with(encode(sha256(m.content), 'hex'), m.content_sha) AND length(m.content_sha) >= 16 AS intact \
+        {} AS intact \
  FROM rows_in r \
  JOIN messages m ON m.traj_id = r.traj_id AND (r.upto_msg IS NULL OR m.idx <= r.upto_msg) \
  WHERE m.role <> 'exit' \
- ORDER BY 1, 4";
+ ORDER BY 1, 4",
+        super::content_intact_sql()
+    )
+}
 
 /// Each row's train turns, with the message each one is.
-/// Strings are cast out of their views, as in [`MESSAGES_SQL`]: a view column
+/// Strings are cast out of their views, as in [`messages_sql`]: a view column
 /// a join outputs keeps the whole build side's string buffers alive, so the
 /// sort would count every batch as gigabytes and refuse its budget.
 const META_SQL: &str = "SELECT arrow_cast(row_id, 'Utf8') AS row_id, t, msg_idx, \
@@ -249,20 +250,20 @@ async fn produce(
 ) -> Result<(), ExportError> {
     // One session per stream: two jobs running at once in one Ballista
     // session can be handed each other's stage plans.
-    let stream = |sql: &'static str, what: &'static str, batch_rows: usize| async move {
+    let stream = |sql: String, what: &'static str, batch_rows: usize| async move {
         let ctx = engine::bounded_session(lake, stream_memory() / 2, batch_rows).await?;
         describe_rows(&ctx, table).await?;
-        ctx.sql(sql)
+        ctx.sql(&sql)
             .await
             .map_err(query_error(what))?
             .execute_stream()
             .await
             .map_err(query_error(what))
     };
-    let mut messages = stream(MESSAGES_SQL, "messages", MESSAGE_BATCH_ROWS).await?;
+    let mut messages = stream(messages_sql(), "messages", MESSAGE_BATCH_ROWS).await?;
     let mut out = Chunker {
         meta: MetaCursor {
-            stream: stream(META_SQL, "train turns", META_BATCH_ROWS).await?,
+            stream: stream(META_SQL.to_string(), "train turns", META_BATCH_ROWS).await?,
             pending: VecDeque::new(),
         },
         chunk: Vec::with_capacity(CHUNK_ROWS),
@@ -426,13 +427,14 @@ const PARQUET_ROW_GROUP: usize = 8 * PARQUET_BATCH;
 /// Writes rows as they stream in: JSONL line by line; Parquet in batches of
 /// `PARQUET_BATCH` rows (fewer when their JSON passes a sixteenth of
 /// [`stream_memory`]) and row groups of at most `PARQUET_ROW_GROUP` rows and
-/// an eighth of it in encoded pages. Same rows, same bytes.
+/// a thirty-second of it in encoded pages. Same rows, same bytes.
 pub struct SftWriter<W: Write + Send> {
     sink: Sink<W>,
     /// Parquet: serialized rows not yet in a batch, and the most it holds.
     lines: Vec<u8>,
     buffered: usize,
     max_batch_bytes: usize,
+    max_row_group_bytes: usize,
     summary: ExportSummary,
 }
 
@@ -463,6 +465,7 @@ impl<W: Write + Send> SftWriter<W> {
             lines: Vec::new(),
             buffered: 0,
             max_batch_bytes: stream_memory() / 16,
+            max_row_group_bytes: stream_memory() / 32,
             summary: ExportSummary::default(),
         })
     }
@@ -503,7 +506,7 @@ impl<W: Write + Send> SftWriter<W> {
             }
             // A row group ends at a byte budget too: long transcripts would
             // otherwise hold thousands of rows' pages in memory.
-            if pw.in_progress_size() >= stream_memory() / 32 {
+            if pw.in_progress_size() >= self.max_row_group_bytes {
                 pw.flush()?;
             }
         }

@@ -628,11 +628,11 @@ pub async fn write(lake: &Lake, opts: &VerlOptions, dir: &Path) -> Result<VerlSu
     let ctx = engine::session(lake).await?;
     let (trajectories, calibration) = plan(&ctx, lake, opts).await?;
     let stream = ctx
-        .sql(
-            "SELECT m.traj_id, m.idx, m.role, m.content, \
-                    starts_with(encode(sha256(m.content), 'hex'), m.content_sha) AND length(m.content_sha) >= 16 AS intact FROM messages m \
+        .sql(&format!(
+            "SELECT m.traj_id, m.idx, m.role, m.content, {} AS intact FROM messages m \
              WHERE m.traj_id IN (SELECT traj_id FROM verl_trajectories) ORDER BY m.traj_id, m.idx",
-        )
+            super::content_intact_sql()
+        ))
         .await?
         .execute_stream()
         .await?;

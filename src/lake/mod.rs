@@ -79,7 +79,7 @@ pub fn conform(schema: &TableSchema, batch: &RecordBatch) -> LakeResult<RecordBa
 /// How every lake file is written: zstd (transcripts compress several times
 /// over, far better than the default snappy) with dictionaries for the many
 /// repeated values (sources, kinds, ids within a file).
-pub fn writer_properties() -> parquet::file::properties::WriterProperties {
+pub(crate) fn writer_properties() -> parquet::file::properties::WriterProperties {
     parquet::file::properties::WriterProperties::builder()
         .set_compression(parquet::basic::Compression::ZSTD(
             parquet::basic::ZstdLevel::try_new(3).expect("zstd level 3"),

@@ -15,7 +15,7 @@ use rayon::prelude::*;
 use super::{Encoded, TextEncoder};
 
 /// A stretch of a rendered row: plain text, or one added token.
-enum Piece<'a> {
+pub(super) enum Piece<'a> {
     Text { at: usize, text: &'a str },
     Added { at: usize, len: usize, id: u32 },
 }
@@ -23,7 +23,7 @@ enum Piece<'a> {
 /// Cut `text` at the leftmost (then longest) added token, as tokenizers do.
 /// Each token's next occurrence is searched for again only once the cut has
 /// passed it, so the text is scanned once per token, not once per piece.
-fn split<'a>(text: &'a str, added: &[(String, u32)]) -> Vec<Piece<'a>> {
+pub(super) fn split<'a>(text: &'a str, added: &[(String, u32)]) -> Vec<Piece<'a>> {
     let find_from = |t: &str, from: usize| text[from..].find(t).map(|i| from + i);
     let mut next: Vec<Option<usize>> = added.iter().map(|(t, _)| find_from(t, 0)).collect();
     let mut out = Vec::new();

@@ -6,6 +6,7 @@ use base64::Engine;
 use fancy_regex::Regex;
 use std::collections::HashMap;
 
+use super::pieces::Piece;
 use super::{Encoded, TextEncoder};
 
 /// Qwen2/Qwen3's pre-tokenization pattern.
@@ -167,23 +168,14 @@ impl TextEncoder for TiktokenEncoder {
 
     fn encode_with_offsets(&self, text: &str) -> Result<Encoded, String> {
         let mut out = Encoded::default();
-        let mut at = 0;
-        while at < text.len() {
-            let rest = &text[at..];
-            let next = self
-                .specials
-                .iter()
-                .filter_map(|(name, id)| rest.find(name.as_str()).map(|i| (i, name.len(), *id)))
-                .min_by_key(|(i, len, _)| (*i, usize::MAX - len));
-            let plain_end = next.map_or(rest.len(), |(i, _, _)| i);
-            self.encode_plain(&rest[..plain_end], at, &mut out)?;
-            match next {
-                Some((i, len, id)) => {
+        let cuts = self.cut_tokens().unwrap_or_default();
+        for piece in super::pieces::split(text, &cuts) {
+            match piece {
+                Piece::Text { at, text } => self.encode_plain(text, at, &mut out)?,
+                Piece::Added { at, len, id } => {
                     out.ids.push(id);
-                    out.offsets.push((at + i, at + i + len));
-                    at += i + len;
+                    out.offsets.push((at, at + len));
                 }
-                None => break,
             }
         }
         Ok(out)

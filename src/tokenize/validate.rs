@@ -227,15 +227,7 @@ fn check_row(
                 text,
                 spans,
                 encoded,
-            } = whole.unwrap_or_else(|| {
-                let (text, spans) = template.render_text(&messages);
-                let encoded = enc.encode_with_offsets(&text);
-                WholeText {
-                    text,
-                    spans,
-                    encoded,
-                }
-            });
+            } = whole.expect("check_rows renders and encodes every row in whole mode");
             let encoded = match encoded {
                 Ok(e) => e,
                 Err(e) => {

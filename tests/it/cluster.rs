@@ -129,8 +129,6 @@ impl Drop for Cluster {
     }
 }
 
-const PIPELINE: &str = "[inputs]\nalbedo = [\"corpus/albedo\"]\nmini_coder = [\"corpus/mini-coder\"]\nmswea = [\"corpus/mswea\"]\n\n[outputs]\nsft = \"out/mix.jsonl\"\n";
-
 /// Table `t` holds the same rows through `a` as through `b`; on a
 /// difference, name the table and the first rows that differ.
 fn same_rows(

@@ -180,6 +180,9 @@ pub fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// A pipeline file over `corpus/` (relative to its folder), exporting to `out/mix.jsonl`.
+pub const PIPELINE: &str = "[inputs]\nalbedo = [\"corpus/albedo\"]\nmini_coder = [\"corpus/mini-coder\"]\nmswea = [\"corpus/mswea\"]\n\n[outputs]\nsft = \"out/mix.jsonl\"\n";
+
 /// Every row of `tables`, sorted, read through `run` (a `turnlake` with its
 /// lake), with the columns that name an input's path (local or s3 URL) left out.
 pub fn table_contents(

@@ -178,9 +178,6 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// A pipeline file in `dir` over `corpus/` (relative), exporting to `out/mix.jsonl`.
-const PIPELINE: &str = "[inputs]\nalbedo = [\"corpus/albedo\"]\nmini_coder = [\"corpus/mini-coder\"]\nmswea = [\"corpus/mswea\"]\n\n[outputs]\nsft = \"out/mix.jsonl\"\n";
-
 #[test]
 fn a_pipeline_on_an_s3_lake_from_s3_inputs_matches_the_local_run() {
     let server = S3Server::start();

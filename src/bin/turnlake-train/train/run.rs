@@ -14,7 +14,7 @@ use super::model::{Qwen2, Qwen2Config};
 use super::optim::{learning_rate, AdamW};
 use super::TrainError;
 
-pub const DEFAULT_CONFIG: &str = include_str!("../../../../data/train.toml");
+pub const DEFAULT_CONFIG: &str = turnlake::cmd::train::DEFAULT_CONFIG;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelSize {
