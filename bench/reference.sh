@@ -99,16 +99,29 @@ new() { sed -n "s/^new rows: \([0-9]*\) trajectories, \([0-9]*\) turns.*/\\$2/p"
 tokens=$(sed -n 's/^tokenized \([0-9]*\) tokens in \([0-9.]*\) s.*/\1 \2/p' "$WORK/validate.out")
 read -r tok tok_secs <<< "${tokens:-0 0}"
 
+# A sub-second phase, run 3 times; the fastest run stands as NAME (on a shared
+# 2-core machine one run's time varies by a third).
+best_of_3() {
+  local name=$1; shift
+  for r in 1 2 3; do step "${name}_run$r" "$@"; done
+  local fastest
+  fastest=$(for r in 1 2 3; do echo "$(secs "${name}_run$r") $r"; done | sort -n | head -n 1 | cut -d' ' -f2)
+  for ext in time out failed; do
+    rm -f "$WORK/$name.$ext"
+    if [ -e "$WORK/${name}_run$fastest.$ext" ]; then cp "$WORK/${name}_run$fastest.$ext" "$WORK/$name.$ext"; fi
+  done
+}
+
 # The stats queries through turnlake sql, then DuckDB over the same files.
 for f in bench/peers/stats/*.sql; do
   q=$(basename "$f" .sql)
-  step "sql_$q" "$BIN" "${L[@]}" sql --format csv "$(sed -E '/^\s*--/d; s/\{(\w+)\}/\1/g' "$f")"
+  best_of_3 "sql_$q" "$BIN" "${L[@]}" sql --format csv "$(sed -E '/^\s*--/d; s/\{(\w+)\}/\1/g' "$f")"
 done
 # The peers.
 step duckdb_ingest "$PY" bench/peers/duckdb_run.py bench/peers/duckdb_mini_coder.sql "$WORK/corpus/mini-coder" "$WORK/duckdb-mini-coder"
 for f in bench/peers/stats/*.sql; do
   q=$(basename "$f" .sql)
-  step "duckdb_$q" "$PY" bench/peers/duckdb_stats.py "$LAKE" "$f" "$WORK/duckdb_$q.csv"
+  best_of_3 "duckdb_$q" "$PY" bench/peers/duckdb_stats.py "$LAKE" "$f" "$WORK/duckdb_$q.csv"
 done
 step tokenizers "$PY" bench/peers/tokenize_peer.py "$WORK/sft.jsonl" data/tokenizer.json
 agreement=$("$PY" bench/peers/compare_ingest.py "$LAKE" "$WORK/duckdb-mini-coder" 2>&1 || true)

@@ -7,20 +7,26 @@
 
 use std::sync::Arc;
 
+use arrow::array::{Array, AsArray, RecordBatch};
 use arrow::datatypes::{DataType, FieldRef, Schema, SchemaRef};
 use async_trait::async_trait;
 use datafusion::catalog::Session;
 use datafusion::common::stats::Precision;
-use datafusion::common::{ScalarValue, Statistics};
+use datafusion::common::{DFSchema, ScalarValue, Statistics};
 use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::file_format::FileFormat;
+use datafusion::datasource::listing::helpers::expr_applicable_for_cols;
 use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::{FileGroup, FileScanConfigBuilder};
 use datafusion::datasource::table_schema::TableSchema;
 use datafusion::datasource::{TableProvider, TableType};
 use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::context::ExecutionProps;
 use datafusion::execution::object_store::ObjectStoreUrl;
-use datafusion::logical_expr::Expr;
+use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
+use datafusion::logical_expr::utils::conjunction;
+use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
+use datafusion::physical_expr::create_physical_expr;
 use datafusion::physical_plan::empty::EmptyExec;
 use datafusion::physical_plan::ExecutionPlan;
 use deltalake::DeltaTable;
@@ -50,11 +56,19 @@ pub struct PinnedFiles {
 }
 
 /// A table provider over [`PinnedFiles`], with the schema the lake's own
-/// Delta provider gives the same version (so plans and results match).
+/// Delta provider gives the same version (so plans and results match),
+/// except that partition columns are plain values, not dictionaries:
+/// DataFusion groups dictionaries row by row, plain strings column-wise.
+/// Filters on partition columns alone can prune files before the scan
+/// ([`PinnedTable::pruning_partitions`]); the others reach the Parquet scan
+/// through DataFusion's physical pushdown.
 #[derive(Debug)]
 pub struct PinnedTable {
     schema: SchemaRef,
     files: PinnedFiles,
+    /// Whether filters on partition columns prune files (and are then
+    /// reported as applied). See [`PinnedTable::pruning_partitions`].
+    prunes: bool,
 }
 
 impl PinnedTable {
@@ -97,12 +111,39 @@ impl PinnedTable {
         )
     }
 
-    /// Check that every partition column is in `schema`.
+    /// Check that every partition column is in `schema`; dictionary-typed
+    /// partition columns take their value type.
     pub fn new(schema: SchemaRef, files: PinnedFiles) -> Result<PinnedTable> {
         for c in &files.partition_cols {
             schema.field_with_name(c)?;
         }
-        Ok(PinnedTable { schema, files })
+        let fields: Vec<FieldRef> = schema
+            .fields()
+            .iter()
+            .map(|f| match f.data_type() {
+                DataType::Dictionary(_, value) if files.partition_cols.contains(f.name()) => {
+                    Arc::new(f.as_ref().clone().with_data_type(value.as_ref().clone()))
+                }
+                _ => Arc::clone(f),
+            })
+            .collect();
+        let schema = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
+        Ok(PinnedTable {
+            schema,
+            files,
+            prunes: false,
+        })
+    }
+
+    /// Let filters on partition columns prune whole files; they are then
+    /// fully applied, so no filter runs above the scan and a count over a
+    /// partition comes from the files' row counts. Not on a cluster: there
+    /// pruned scans made `select`'s figures fail inside Ballista 55 ("must
+    /// either specify a row count or at least one column": a batch without
+    /// columns), so a cluster reads every partition and filters, as before.
+    pub fn pruning_partitions(mut self) -> PinnedTable {
+        self.prunes = true;
+        self
     }
 
     pub fn files(&self) -> &PinnedFiles {
@@ -131,18 +172,70 @@ impl PinnedTable {
         Ok((data, parts))
     }
 
-    /// The table's row count when every file's is known (exact: from the
-    /// log), and its size on storage as an estimate of its bytes: the
+    /// The row count of `files` when every file's is known (exact: from the
+    /// log), and their size on storage as an estimate of their bytes: the
     /// planner puts the smaller side of a join on its build side.
-    fn row_stats(&self, schema: &Schema) -> Statistics {
+    fn row_stats<'a>(
+        schema: &Schema,
+        files: impl Iterator<Item = &'a PinnedFile> + Clone,
+    ) -> Statistics {
         let mut stats = Statistics::new_unknown(schema);
-        let bytes: u64 = self.files.files.iter().map(|f| f.size).sum();
+        let bytes: u64 = files.clone().map(|f| f.size).sum();
         stats.total_byte_size = Precision::Inexact(bytes as usize);
-        let rows: Option<u64> = self.files.files.iter().map(|f| f.rows).sum();
+        let rows: Option<u64> = files.map(|f| f.rows).sum();
         if let Some(n) = rows {
             stats.num_rows = Precision::Exact(n as usize);
         }
         stats
+    }
+
+    /// The files whose partition values pass every filter of `filters` that
+    /// reads partition columns alone (the rest are left to the scan).
+    fn pruned_files(&self, filters: &[Expr]) -> Result<Vec<&PinnedFile>> {
+        let cols: Vec<&str> = self
+            .files
+            .partition_cols
+            .iter()
+            .map(String::as_str)
+            .collect();
+        let on_partitions = filters
+            .iter()
+            .filter(|f| expr_applicable_for_cols(&cols, f))
+            .cloned();
+        let Some(predicate) = conjunction(on_partitions) else {
+            return Ok(self.files.files.iter().collect());
+        };
+        let (_, parts) = self.scan_fields()?;
+        let part_schema = Arc::new(Schema::new(parts.clone()));
+        let columns = parts
+            .iter()
+            .enumerate()
+            .map(|(i, field)| {
+                let values = self.files.files.iter().map(|f| match &f.partition[i] {
+                    Some(v) => ScalarValue::try_from_string(v.clone(), field.data_type()),
+                    None => ScalarValue::try_from(field.data_type()),
+                });
+                ScalarValue::iter_to_array(values.collect::<Result<Vec<_>>>()?)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let batch = RecordBatch::try_new(Arc::clone(&part_schema), columns)?;
+        let df_schema = DFSchema::try_from(part_schema)?;
+        let expr = create_physical_expr(
+            &predicate,
+            &df_schema,
+            &ExecutionProps::new(),
+            &PhysicalPlanningContext::default(),
+        )?;
+        let keep = expr.evaluate(&batch)?.into_array(batch.num_rows())?;
+        let keep = keep.as_boolean();
+        Ok(self
+            .files
+            .files
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !keep.is_null(*i) && keep.value(*i))
+            .map(|(_, f)| f)
+            .collect())
     }
 
     fn partitioned_file(&self, file: &PinnedFile, parts: &[FieldRef]) -> Result<PartitionedFile> {
@@ -216,14 +309,36 @@ impl TableProvider for PinnedTable {
     }
 
     fn statistics(&self) -> Option<Statistics> {
-        Some(self.row_stats(&self.schema))
+        Some(Self::row_stats(&self.schema, self.files.files.iter()))
+    }
+
+    /// Exact for filters on partition columns alone, when they prune files.
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> Result<Vec<TableProviderFilterPushDown>> {
+        let cols: Vec<&str> = self
+            .files
+            .partition_cols
+            .iter()
+            .map(String::as_str)
+            .collect();
+        Ok(filters
+            .iter()
+            .map(
+                |f| match self.prunes && expr_applicable_for_cols(&cols, f) {
+                    true => TableProviderFilterPushDown::Exact,
+                    false => TableProviderFilterPushDown::Unsupported,
+                },
+            )
+            .collect())
     }
 
     async fn scan(
         &self,
         state: &dyn Session,
         projection: Option<&Vec<usize>>,
-        _filters: &[Expr],
+        filters: &[Expr],
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let (data, parts) = self.scan_fields()?;
@@ -246,22 +361,21 @@ impl TableProvider for PinnedTable {
                     .ok_or_else(|| DataFusionError::Internal(format!("no column {name}")))
             })
             .collect::<Result<Vec<_>>>()?;
-        if self.files.files.is_empty() {
+        let kept = self.pruned_files(filters)?;
+        if kept.is_empty() {
             let projected = Arc::new(self.schema.project(&wanted)?);
             return Ok(Arc::new(EmptyExec::new(projected)));
         }
-        let groups = state
-            .config()
-            .target_partitions()
-            .clamp(1, self.files.files.len());
+        let stats = Self::row_stats(
+            &Schema::new(data.iter().chain(&parts).cloned().collect::<Vec<_>>()),
+            kept.iter().copied(),
+        );
+        let groups = state.config().target_partitions().clamp(1, kept.len());
         let mut files = vec![Vec::new(); groups];
-        for (i, f) in self.files.files.iter().enumerate() {
+        for (i, f) in kept.into_iter().enumerate() {
             files[i % groups].push(self.partitioned_file(f, &parts)?);
         }
         let format = ParquetFormat::default().with_options(state.table_options().parquet.clone());
-        let stats = self.row_stats(&Schema::new(
-            data.iter().chain(&parts).cloned().collect::<Vec<_>>(),
-        ));
         let table_schema = TableSchema::builder(Arc::new(Schema::new(data)))
             .with_table_partition_cols(parts)
             .build();

@@ -93,7 +93,7 @@ fn free_port(host: &str) -> Result<u16, ClusterError> {
 /// Run an executor registered with the scheduler until it is stopped.
 pub async fn executor(opts: ExecutorOptions) -> Result<(), ClusterError> {
     // Held until the executor stops: its shuffle files live here.
-    let scratch = tempfile::TempDir::new().map_err(|e| ClusterError::WorkDir(e))?;
+    let scratch = tempfile::TempDir::new().map_err(ClusterError::WorkDir)?;
     let work_dir = match &opts.work_dir {
         Some(d) => d.clone(),
         None => scratch.path().to_string_lossy().into_owned(),

@@ -1,19 +1,20 @@
 //! A DataFusion session over the lake: every table registered under its
 //! name, and every turnlake UDF.
 
+mod bool_cast;
 mod budget;
+mod lake_schema;
 
 use std::sync::Arc;
 
 use arrow::record_batch::RecordBatch;
 use datafusion::dataframe::DataFrame;
-use datafusion::datasource::{MemTable, TableProvider};
+use datafusion::datasource::MemTable;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::logical_expr::{CreateMemoryTable, DdlStatement, LogicalPlan};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use futures::StreamExt;
 
-use crate::cluster::pinned::PinnedTable;
 use crate::cluster::ClusterError;
 use crate::lake::{Lake, LakeError};
 
@@ -42,10 +43,9 @@ pub enum EngineError {
 pub async fn session(lake: &Lake) -> Result<SessionContext, EngineError> {
     let ctx = match lake.cluster() {
         Some(url) => crate::cluster::remote_session(url).await?,
-        None => SessionContext::new(),
+        None => local(SessionContext::new_with_config(local_config())),
     };
-    let as_files = lake.cluster().is_some();
-    with_tables(lake, ctx, as_files).await
+    with_tables(lake, ctx).await
 }
 
 /// Like [`session`], but DataFusion's sorts here hold at most `limit` bytes
@@ -68,63 +68,63 @@ pub async fn bounded_session(
         })?;
     // One partition: one sorter gets the whole budget (the consumer of the
     // stream is what runs on every core), and it keeps a share of it aside
-    // to merge what it spilled. Tables are scanned as their pinned Parquet
-    // files (as on a cluster), which honours the batch size: the Delta scan
-    // yields whole row groups, far beyond a small budget.
-    let config = SessionConfig::new()
+    // to merge what it spilled.
+    let config = local_config()
         .with_target_partitions(1)
         .with_batch_size(batch_rows)
         .with_sort_spill_reservation_bytes(limit / 8);
-    let ctx = SessionContext::new_with_config_rt(config, runtime);
-    with_tables(lake, ctx, true).await
+    let ctx = local(SessionContext::new_with_config_rt(config, runtime));
+    with_tables(lake, ctx).await
 }
 
-/// Register every table of the lake, as its Delta provider or (`as_files`)
-/// as the Parquet files of its pinned version.
-async fn with_tables(
-    lake: &Lake,
-    ctx: SessionContext,
-    as_files: bool,
-) -> Result<SessionContext, EngineError> {
+/// The settings of a session planned here. Null join keys are filtered
+/// before joins: mini-coder turns have no `candidate_n`, so a join of turns
+/// on it then reads Albedo's row groups only, not every turn of the lake.
+fn local_config() -> SessionConfig {
+    let mut config = SessionConfig::new();
+    config.options_mut().optimizer.filter_null_join_keys = true;
+    config
+}
+
+/// A session planned here, with turnlake's own optimizer rules. (A cluster
+/// plans on its scheduler, which knows DataFusion's rules only.)
+fn local(ctx: SessionContext) -> SessionContext {
+    ctx.add_optimizer_rule(Arc::new(bool_cast::BoolCasts));
+    ctx
+}
+
+/// Make the lake's tables the session's default schema, each pinned at the
+/// version the lake's view gives now and opened when a query names it.
+async fn with_tables(lake: &Lake, ctx: SessionContext) -> Result<SessionContext, EngineError> {
     crate::udf::register_all(&ctx);
-    for info in lake.tables().await? {
-        register_table(&ctx, lake, &info.name, as_files).await?;
-    }
+    let versions = lake.view().await?.tables;
+    let schema = lake_schema::LakeSchema::new(lake, ctx.runtime_env(), &versions);
+    let options = ctx.state().config().options().catalog.clone();
+    let catalog = ctx
+        .catalog(&options.default_catalog)
+        .expect("a session has its default catalog");
+    catalog
+        .register_schema(&options.default_schema, Arc::new(schema))
+        .map_err(|source| EngineError::Register {
+            table: options.default_schema.clone(),
+            source: Box::new(source),
+        })?;
     Ok(ctx)
 }
 
-/// (Re-)register one table at its latest version.
+/// (Re-)register one table at the version the lake's view now gives it
+/// (after this process committed to it).
 pub async fn register(ctx: &SessionContext, lake: &Lake, name: &str) -> Result<(), EngineError> {
-    register_table(ctx, lake, name, lake.cluster().is_some()).await
-}
-
-async fn register_table(
-    ctx: &SessionContext,
-    lake: &Lake,
-    name: &str,
-    as_files: bool,
-) -> Result<(), EngineError> {
     let err = |source| EngineError::Register {
         table: name.to_string(),
         source: Box::new(source),
     };
-    let Some(table) = lake.table(name).await? else {
+    let Some(version) = lake.view().await?.tables.get(name).copied() else {
         return Ok(());
     };
-    table
-        .update_datafusion_session(&ctx.state())
-        .map_err(|e| err(datafusion::error::DataFusionError::External(Box::new(e))))?;
-    let mut provider: Arc<dyn TableProvider> = table.table_provider().await.map_err(err)?;
-    if as_files {
-        // A cluster's executors get the pinned version's file list, not the
-        // Delta log; and plain strings, not views (see `without_views`).
-        let schema = match lake.cluster() {
-            Some(_) => crate::cluster::pinned::without_views(&provider.schema()),
-            None => provider.schema(),
-        };
-        let pinned = PinnedTable::from_delta(&table, &lake.table_url(name), schema).map_err(err)?;
-        provider = Arc::new(pinned);
-    }
+    let provider = lake_schema::open(lake, &ctx.runtime_env(), name, version)
+        .await
+        .map_err(err)?;
     let _ = ctx.deregister_table(name);
     ctx.register_table(name, provider).map_err(err)?;
     Ok(())

@@ -444,9 +444,14 @@ impl Lake {
         let Some(version) = self.view().await?.tables.get(name).copied() else {
             return Ok(None);
         };
+        self.table_at(name, version).await.map(Some)
+    }
+
+    /// `name` at `version`, loaded once per process.
+    pub async fn table_at(&self, name: &str, version: u64) -> LakeResult<DeltaTable> {
         let key = (name.to_string(), version);
         if let Some(t) = self.loaded.lock().expect("table cache").get(&key) {
-            return Ok(Some(t.clone()));
+            return Ok(t.clone());
         }
         let t = self
             .delta_builder(name)?
@@ -461,7 +466,7 @@ impl Lake {
             .lock()
             .expect("table cache")
             .insert(key, t.clone());
-        Ok(Some(t))
+        Ok(t)
     }
 
     /// The size of every file under a table's folder, by its path relative to the table.

@@ -130,19 +130,33 @@ pub async fn compute(
     ctx: &SessionContext,
     config: &CreditConfig,
 ) -> Result<Vec<(&'static str, Vec<RecordBatch>)>, CreditError> {
-    register_config(ctx, config)?;
-    run_script(ctx, SQL_FILE, SQL).await?;
+    prepare(ctx, config).await?;
     let mut out = Vec::new();
     for (table, view, order) in OUTPUTS {
-        let rows = engine::run_sql(
-            ctx,
-            &format!("SELECT * FROM {view} ORDER BY {order}"),
-            &format!("{SQL_FILE}, {view}"),
-        )
-        .await?;
-        out.push((table, rows));
+        out.push((table, output_rows(ctx, view, order).await?));
     }
     Ok(out)
+}
+
+/// Register the config's tables and the credit SQL's views in `ctx`.
+async fn prepare(ctx: &SessionContext, config: &CreditConfig) -> Result<(), CreditError> {
+    register_config(ctx, config)?;
+    run_script(ctx, SQL_FILE, SQL).await?;
+    Ok(())
+}
+
+/// The rows of one output view, in the output's order.
+async fn output_rows(
+    ctx: &SessionContext,
+    view: &str,
+    order: &str,
+) -> Result<Vec<RecordBatch>, CreditError> {
+    Ok(engine::run_sql(
+        ctx,
+        &format!("SELECT * FROM {view} ORDER BY {order}"),
+        &format!("{SQL_FILE}, {view}"),
+    )
+    .await?)
 }
 
 /// Build the credit tables in `lake`, as one step.
@@ -161,32 +175,33 @@ pub async fn build(lake: &Lake, config: &CreditConfig) -> Result<CreditSummary, 
         (SQL_FILE, SQL),
     )
     .await?;
-    let outputs = compute(&step.ctx, config).await?;
-    let rows = |name: &str| -> usize {
-        outputs
-            .iter()
-            .find(|(t, _)| *t == name)
-            .map(|(_, b)| b.iter().map(RecordBatch::num_rows).sum())
-            .unwrap_or(0)
-    };
+    prepare(&step.ctx, config).await?;
     let invalid = step
         .query(
             "SELECT count(*) FROM credit_citations_v WHERE NOT valid",
             "invalid citations",
         )
         .await?;
+    // Each output is written as soon as it is computed, so only one is
+    // held at a time.
+    let mut rows = BTreeMap::new();
+    for (table, view, order) in OUTPUTS {
+        let batches = output_rows(&step.ctx, view, order).await?;
+        rows.insert(
+            table,
+            batches.iter().map(RecordBatch::num_rows).sum::<usize>(),
+        );
+        step.write(table, batches).await?;
+    }
     let summary = CreditSummary {
-        citations: rows("credit_citations"),
+        citations: rows["credit_citations"],
         invalid_citations: arrow::array::AsArray::as_primitive::<arrow::datatypes::Int64Type>(
             invalid[0].column(0),
         )
         .value(0) as usize,
-        turns: rows("turn_credit"),
-        sides: rows("side_credit"),
+        turns: rows["turn_credit"],
+        sides: rows["side_credit"],
     };
-    for (table, batches) in outputs {
-        step.write(table, batches).await?;
-    }
     step.finish().await?;
     Ok(summary)
 }

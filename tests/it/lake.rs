@@ -677,3 +677,45 @@ fn a_reader_that_goes_away_ends_the_output_quietly_by_sigpipe() {
     assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{:?}", out.status);
     assert!(out.stderr.is_empty(), "{}", stderr(&out));
 }
+
+/// A filter on a partition column reads only that partition's files and
+/// answers as the same filter applied to every row; a boolean cast to a
+/// number (rewritten to a column-wise kernel) answers as the CASE spelling.
+#[test]
+fn partition_filters_prune_files_and_bool_casts_answer_as_case() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lake = tmp.path().join("lake");
+    ok(ingest(&lake, "albedo", &fixtures().join("albedo"), None));
+    ok(ingest(&lake, "mswea", &fixtures().join("mswea"), None));
+
+    let plan = stdout(&ok(run(
+        &lake,
+        &[
+            "sql",
+            "EXPLAIN SELECT count(t) FROM turns WHERE source = 'mswea'",
+            "--format",
+            "csv",
+        ],
+    )));
+    assert!(plan.contains("source=mswea/"), "{plan}");
+    assert!(!plan.contains("source=albedo/"), "{plan}");
+
+    let by_kind = "SELECT source, cmd_kind, count(*), avg(CAST(obs_failed AS DOUBLE)), \
+                   avg(CASE WHEN obs_failed THEN 1.0 WHEN NOT obs_failed THEN 0.0 END), \
+                   sum(CAST(is_repeat AS INT)), count(*) FILTER (WHERE is_repeat) \
+                   FROM turns {WHERE} GROUP BY source, cmd_kind ORDER BY source, cmd_kind";
+    let all = sql(&lake, &by_kind.replace("{WHERE}", ""));
+    let albedo = sql(
+        &lake,
+        &by_kind.replace("{WHERE}", "WHERE source = 'albedo'"),
+    );
+    let expected: Vec<_> = all.iter().filter(|r| r[0] == "albedo").cloned().collect();
+    assert!(!albedo.is_empty() && albedo.len() < all.len(), "{all:?}");
+    assert_eq!(albedo, expected);
+    for row in &all {
+        assert_eq!(row[3], row[4], "cast and CASE shares differ: {row:?}");
+        assert_eq!(row[5], row[6], "cast and FILTER counts differ: {row:?}");
+    }
+    let failed_shares: Vec<f64> = all.iter().filter_map(|r| r[3].parse().ok()).collect();
+    assert!(failed_shares.iter().any(|s| *s > 0.0), "{all:?}");
+}

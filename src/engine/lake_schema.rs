@@ -1,0 +1,134 @@
+//! The lake's tables as a DataFusion schema that opens each table when a
+//! query first names it.
+//!
+//! A session pins every table at the version the lake's view gives when the
+//! session starts, but loads only what its statements read: a `turnlake sql`
+//! over `turns` reads one Delta log, not the lake's ten. Tables a step
+//! creates in the session (`CREATE TABLE`, parameter tables) live here too.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use datafusion::catalog::SchemaProvider;
+use datafusion::datasource::TableProvider;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::runtime_env::RuntimeEnv;
+use datafusion::execution::SessionStateBuilder;
+
+use crate::cluster::pinned::PinnedTable;
+use crate::lake::Lake;
+
+/// A table of the schema: a lake table not yet opened, or a provider.
+#[derive(Debug, Clone)]
+enum Entry {
+    Pinned(u64),
+    Open(Arc<dyn TableProvider>),
+}
+
+#[derive(Debug)]
+pub struct LakeSchema {
+    lake: Lake,
+    /// The session's runtime, where opened tables register their object store.
+    runtime: Arc<RuntimeEnv>,
+    tables: Mutex<BTreeMap<String, Entry>>,
+}
+
+impl LakeSchema {
+    /// Every table of `versions` (name to Delta version), none opened yet.
+    pub fn new(lake: &Lake, runtime: Arc<RuntimeEnv>, versions: &BTreeMap<String, u64>) -> Self {
+        let tables = versions
+            .iter()
+            .map(|(name, v)| (name.clone(), Entry::Pinned(*v)))
+            .collect();
+        LakeSchema {
+            lake: lake.clone(),
+            runtime,
+            tables: Mutex::new(tables),
+        }
+    }
+
+    fn entries(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Entry>> {
+        self.tables.lock().expect("lake schema lock")
+    }
+}
+
+/// Lake table `name` at `version` as the Parquet files of that version
+/// ([`PinnedTable`]): a cluster's executors get the file list, not the
+/// Delta log; streaming steps get scans that honour their batch size (the
+/// Delta scan yields whole row groups); and every query gets plain
+/// partition columns, which group column-wise.
+pub async fn open(
+    lake: &Lake,
+    runtime: &Arc<RuntimeEnv>,
+    name: &str,
+    version: u64,
+) -> Result<Arc<dyn TableProvider>> {
+    let external = |e: Box<dyn std::error::Error + Send + Sync>| DataFusionError::External(e);
+    let table = lake
+        .table_at(name, version)
+        .await
+        .map_err(|e| external(Box::new(e)))?;
+    // The scan reads through the session's object store registry.
+    let state = SessionStateBuilder::new()
+        .with_runtime_env(Arc::clone(runtime))
+        .build();
+    table
+        .update_datafusion_session(&state)
+        .map_err(|e| external(Box::new(e)))?;
+    let delta = table.table_provider().await?;
+    let url = lake.table_url(name);
+    Ok(Arc::new(match lake.cluster() {
+        // Plain strings, not views (see `without_views`).
+        Some(_) => {
+            let schema = crate::cluster::pinned::without_views(&delta.schema());
+            PinnedTable::from_delta(&table, &url, schema)?
+        }
+        None => PinnedTable::from_delta(&table, &url, delta.schema())?.pruning_partitions(),
+    }))
+}
+
+#[async_trait]
+impl SchemaProvider for LakeSchema {
+    fn table_names(&self) -> Vec<String> {
+        self.entries().keys().cloned().collect()
+    }
+
+    async fn table(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>> {
+        let version = match self.entries().get(name) {
+            None => return Ok(None),
+            Some(Entry::Open(provider)) => return Ok(Some(Arc::clone(provider))),
+            Some(Entry::Pinned(version)) => *version,
+        };
+        let provider = open(&self.lake, &self.runtime, name, version).await?;
+        self.entries()
+            .insert(name.to_string(), Entry::Open(Arc::clone(&provider)));
+        Ok(Some(provider))
+    }
+
+    fn register_table(
+        &self,
+        name: String,
+        table: Arc<dyn TableProvider>,
+    ) -> Result<Option<Arc<dyn TableProvider>>> {
+        let mut entries = self.entries();
+        if entries.contains_key(&name) {
+            return Err(DataFusionError::Execution(format!(
+                "The table {name} already exists"
+            )));
+        }
+        entries.insert(name, Entry::Open(table));
+        Ok(None)
+    }
+
+    fn deregister_table(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>> {
+        Ok(match self.entries().remove(name) {
+            Some(Entry::Open(provider)) => Some(provider),
+            _ => None,
+        })
+    }
+
+    fn table_exist(&self, name: &str) -> bool {
+        self.entries().contains_key(name)
+    }
+}
