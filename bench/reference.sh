@@ -4,9 +4,10 @@
 # time, throughput and peak RSS per phase and, measured in the same run on
 # the same files, its peers: DuckDB 2.0.1 doing the mini-coder extraction
 # (bench/peers/duckdb_mini_coder.sql) and the stats queries over the lake's
-# Parquet (bench/peers/stats/*.sql), and Python `tokenizers` doing validate's
-# work on the SFT export (bench/peers/tokenize_peer.py); then the lake's size
-# against its input. Prints one markdown table.
+# Parquet (bench/peers/stats/*.sql; both sides, best of 3 runs), and Python
+# `tokenizers` doing validate's work on the SFT export
+# (bench/peers/tokenize_peer.py); then the lake's size against its input.
+# Prints one markdown table.
 # Usage: bench/reference.sh [SCALE] [WORKDIR]      SCALE: 0.25, 0.5, 1 (default 1)
 #        SCALES="0.25 0.5 1" bench/reference.sh [SCALE] [WORKDIR]   (SCALE unused)
 #          repeats the turnlake phases at each scale instead and prints time
@@ -99,15 +100,19 @@ new() { sed -n "s/^new rows: \([0-9]*\) trajectories, \([0-9]*\) turns.*/\\$2/p"
 tokens=$(sed -n 's/^tokenized \([0-9]*\) tokens in \([0-9.]*\) s.*/\1 \2/p' "$WORK/validate.out")
 read -r tok tok_secs <<< "${tokens:-0 0}"
 
-# A sub-second phase, run 3 times; the fastest run stands as NAME (on a shared
-# 2-core machine one run's time varies by a third).
+# A stats query (well under a second), run 3 times; its fastest successful
+# run stands as NAME (on a shared 2-core machine one run's time varies by a
+# third). NAME fails only when every run failed.
 best_of_3() {
   local name=$1; shift
   for r in 1 2 3; do step "${name}_run$r" "$@"; done
   local fastest
-  fastest=$(for r in 1 2 3; do echo "$(secs "${name}_run$r") $r"; done | sort -n | head -n 1 | cut -d' ' -f2)
+  fastest=$(for r in 1 2 3; do
+    [ -e "$WORK/${name}_run$r.failed" ] || echo "$(secs "${name}_run$r") $r"
+  done | LC_ALL=C sort -g | head -n 1 | cut -d' ' -f2)
+  rm -f "$WORK/$name.time" "$WORK/$name.out" "$WORK/$name.failed"
+  fastest=${fastest:-1}
   for ext in time out failed; do
-    rm -f "$WORK/$name.$ext"
     if [ -e "$WORK/${name}_run$fastest.$ext" ]; then cp "$WORK/${name}_run$fastest.$ext" "$WORK/$name.$ext"; fi
   done
 }

@@ -7,11 +7,12 @@
 
 use std::sync::Arc;
 
-use arrow::array::{Array, AsArray, RecordBatch};
+use arrow::array::{Array, AsArray, RecordBatch, RecordBatchOptions};
 use arrow::datatypes::{DataType, FieldRef, Schema, SchemaRef};
 use async_trait::async_trait;
 use datafusion::catalog::Session;
 use datafusion::common::stats::Precision;
+use datafusion::common::tree_node::TreeNode;
 use datafusion::common::{DFSchema, ScalarValue, Statistics};
 use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::file_format::FileFormat;
@@ -21,12 +22,9 @@ use datafusion::datasource::physical_plan::{FileGroup, FileScanConfigBuilder};
 use datafusion::datasource::table_schema::TableSchema;
 use datafusion::datasource::{TableProvider, TableType};
 use datafusion::error::{DataFusionError, Result};
-use datafusion::execution::context::ExecutionProps;
 use datafusion::execution::object_store::ObjectStoreUrl;
-use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
 use datafusion::logical_expr::utils::conjunction;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
-use datafusion::physical_expr::create_physical_expr;
 use datafusion::physical_plan::empty::EmptyExec;
 use datafusion::physical_plan::ExecutionPlan;
 use deltalake::DeltaTable;
@@ -59,16 +57,14 @@ pub struct PinnedFiles {
 /// Delta provider gives the same version (so plans and results match),
 /// except that partition columns are plain values, not dictionaries:
 /// DataFusion groups dictionaries row by row, plain strings column-wise.
-/// Filters on partition columns alone can prune files before the scan
-/// ([`PinnedTable::pruning_partitions`]); the others reach the Parquet scan
-/// through DataFusion's physical pushdown.
+/// Filters on partition columns alone prune files before the scan (and are
+/// then fully applied: no filter runs above the scan, and a count over a
+/// partition comes from its files' row counts); the others reach the Parquet
+/// scan through DataFusion's physical pushdown.
 #[derive(Debug)]
 pub struct PinnedTable {
     schema: SchemaRef,
     files: PinnedFiles,
-    /// Whether filters on partition columns prune files (and are then
-    /// reported as applied). See [`PinnedTable::pruning_partitions`].
-    prunes: bool,
 }
 
 impl PinnedTable {
@@ -128,22 +124,7 @@ impl PinnedTable {
             })
             .collect();
         let schema = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
-        Ok(PinnedTable {
-            schema,
-            files,
-            prunes: false,
-        })
-    }
-
-    /// Let filters on partition columns prune whole files; they are then
-    /// fully applied, so no filter runs above the scan and a count over a
-    /// partition comes from the files' row counts. Not on a cluster: there
-    /// pruned scans made `select`'s figures fail inside Ballista 55 ("must
-    /// either specify a row count or at least one column": a batch without
-    /// columns), so a cluster reads every partition and filters, as before.
-    pub fn pruning_partitions(mut self) -> PinnedTable {
-        self.prunes = true;
-        self
+        Ok(PinnedTable { schema, files })
     }
 
     pub fn files(&self) -> &PinnedFiles {
@@ -189,21 +170,37 @@ impl PinnedTable {
         stats
     }
 
-    /// The files whose partition values pass every filter of `filters` that
-    /// reads partition columns alone (the rest are left to the scan).
-    fn pruned_files(&self, filters: &[Expr]) -> Result<Vec<&PinnedFile>> {
+    /// Whether `filter` can prune files: it reads partition columns, and
+    /// nothing else a file's partition values cannot answer.
+    fn prunes_files(&self, filter: &Expr) -> bool {
         let cols: Vec<&str> = self
             .files
             .partition_cols
             .iter()
             .map(String::as_str)
             .collect();
-        let on_partitions = filters
-            .iter()
-            .filter(|f| expr_applicable_for_cols(&cols, f))
-            .cloned();
-        let Some(predicate) = conjunction(on_partitions) else {
-            return Ok(self.files.files.iter().collect());
+        let unanswerable = filter
+            .exists(|e| {
+                Ok(matches!(
+                    e,
+                    Expr::Exists(_)
+                        | Expr::InSubquery(_)
+                        | Expr::ScalarSubquery(_)
+                        | Expr::ScalarVariable(..)
+                        | Expr::OuterReferenceColumn(..)
+                ))
+            })
+            .unwrap_or(true);
+        !unanswerable && !filter.column_refs().is_empty() && expr_applicable_for_cols(&cols, filter)
+    }
+
+    /// The files whose partition values pass every filter of `filters` that
+    /// [prunes files](Self::prunes_files) (the rest are left to the scan).
+    fn pruned_files(&self, state: &dyn Session, filters: &[Expr]) -> Result<Vec<&PinnedFile>> {
+        let on_partitions = filters.iter().filter(|f| self.prunes_files(f)).cloned();
+        let predicate = match conjunction(on_partitions) {
+            Some(p) if !self.files.files.is_empty() => p,
+            _ => return Ok(self.files.files.iter().collect()),
         };
         let (_, parts) = self.scan_fields()?;
         let part_schema = Arc::new(Schema::new(parts.clone()));
@@ -218,14 +215,10 @@ impl PinnedTable {
                 ScalarValue::iter_to_array(values.collect::<Result<Vec<_>>>()?)
             })
             .collect::<Result<Vec<_>>>()?;
-        let batch = RecordBatch::try_new(Arc::clone(&part_schema), columns)?;
+        let rows = RecordBatchOptions::new().with_row_count(Some(self.files.files.len()));
+        let batch = RecordBatch::try_new_with_options(Arc::clone(&part_schema), columns, &rows)?;
         let df_schema = DFSchema::try_from(part_schema)?;
-        let expr = create_physical_expr(
-            &predicate,
-            &df_schema,
-            &ExecutionProps::new(),
-            &PhysicalPlanningContext::default(),
-        )?;
+        let expr = state.create_physical_expr(predicate, &df_schema)?;
         let keep = expr.evaluate(&batch)?.into_array(batch.num_rows())?;
         let keep = keep.as_boolean();
         Ok(self
@@ -312,25 +305,17 @@ impl TableProvider for PinnedTable {
         Some(Self::row_stats(&self.schema, self.files.files.iter()))
     }
 
-    /// Exact for filters on partition columns alone, when they prune files.
+    /// Exact for filters that prune files.
     fn supports_filters_pushdown(
         &self,
         filters: &[&Expr],
     ) -> Result<Vec<TableProviderFilterPushDown>> {
-        let cols: Vec<&str> = self
-            .files
-            .partition_cols
-            .iter()
-            .map(String::as_str)
-            .collect();
         Ok(filters
             .iter()
-            .map(
-                |f| match self.prunes && expr_applicable_for_cols(&cols, f) {
-                    true => TableProviderFilterPushDown::Exact,
-                    false => TableProviderFilterPushDown::Unsupported,
-                },
-            )
+            .map(|f| match self.prunes_files(f) {
+                true => TableProviderFilterPushDown::Exact,
+                false => TableProviderFilterPushDown::Unsupported,
+            })
             .collect())
     }
 
@@ -361,7 +346,7 @@ impl TableProvider for PinnedTable {
                     .ok_or_else(|| DataFusionError::Internal(format!("no column {name}")))
             })
             .collect::<Result<Vec<_>>>()?;
-        let kept = self.pruned_files(filters)?;
+        let kept = self.pruned_files(state, filters)?;
         if kept.is_empty() {
             let projected = Arc::new(self.schema.project(&wanted)?);
             return Ok(Arc::new(EmptyExec::new(projected)));
@@ -396,6 +381,67 @@ impl TableProvider for PinnedTable {
 mod tests {
     use super::*;
     use arrow::datatypes::Field;
+    use datafusion::prelude::{col, lit, SessionContext};
+
+    /// A table partitioned by `source` (dictionary-typed, as the Delta
+    /// provider gives it) with one file per `(path, source)`.
+    fn partitioned(files: &[(&str, Option<&str>)]) -> PinnedTable {
+        let schema = Schema::new(vec![
+            Field::new("t", DataType::Int32, false),
+            Field::new(
+                "source",
+                DataType::Dictionary(Box::new(DataType::UInt16), Box::new(DataType::Utf8)),
+                true,
+            ),
+        ]);
+        let files = files
+            .iter()
+            .map(|(path, source)| PinnedFile {
+                path: path.to_string(),
+                size: 1,
+                rows: Some(1),
+                partition: vec![source.map(str::to_string)],
+            })
+            .collect();
+        let files = PinnedFiles {
+            store: "file:///".into(),
+            partition_cols: vec!["source".into()],
+            files,
+        };
+        PinnedTable::new(Arc::new(schema), files).unwrap()
+    }
+
+    #[test]
+    fn partition_filters_prune_files_with_sql_semantics() {
+        let state = SessionContext::new().state();
+        let table = partitioned(&[("a", Some("albedo")), ("b", Some("mswea")), ("c", None)]);
+        let source = table.schema().field_with_name("source").unwrap().clone();
+        assert_eq!(source.data_type(), &DataType::Utf8);
+        let kept = |filters: &[Expr]| -> Vec<String> {
+            let files = table.pruned_files(&state, filters).unwrap();
+            files.iter().map(|f| f.path.clone()).collect()
+        };
+        assert_eq!(kept(&[col("source").eq(lit("albedo"))]), ["a"]);
+        assert_eq!(kept(&[col("source").not_eq(lit("albedo"))]), ["b"]);
+        assert_eq!(kept(&[col("source").is_null()]), ["c"]);
+        // A filter that also reads a data column, or no column, prunes
+        // nothing and is left to run above the scan.
+        let mixed = col("source").eq(lit("albedo")).or(col("t").gt(lit(3)));
+        assert_eq!(kept(&[mixed.clone(), lit(false)]), ["a", "b", "c"]);
+        let on_source = col("source").eq(lit("x"));
+        assert_eq!(
+            table
+                .supports_filters_pushdown(&[&mixed, &lit(false), &on_source])
+                .unwrap(),
+            [
+                TableProviderFilterPushDown::Unsupported,
+                TableProviderFilterPushDown::Unsupported,
+                TableProviderFilterPushDown::Exact
+            ]
+        );
+        let empty = partitioned(&[]);
+        assert!(empty.pruned_files(&state, &[on_source]).unwrap().is_empty());
+    }
 
     #[test]
     fn views_become_plain_arrays_at_every_depth() {

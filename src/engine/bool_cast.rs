@@ -141,12 +141,10 @@ impl ScalarUDFImpl for BoolAsNumber {
     }
 
     fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<FieldRef> {
-        let nullable = args.arg_fields[0].is_nullable();
-        Ok(Arc::new(Field::new(
-            self.name(),
-            self.target.clone(),
-            nullable,
-        )))
+        // As a cast: the argument's nullability and metadata.
+        let arg = &args.arg_fields[0];
+        let field = Field::new(self.name(), self.target.clone(), arg.is_nullable());
+        Ok(Arc::new(field.with_metadata(arg.metadata().clone())))
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {

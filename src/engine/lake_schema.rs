@@ -77,15 +77,16 @@ pub async fn open(
         .update_datafusion_session(&state)
         .map_err(|e| external(Box::new(e)))?;
     let delta = table.table_provider().await?;
-    let url = lake.table_url(name);
-    Ok(Arc::new(match lake.cluster() {
-        // Plain strings, not views (see `without_views`).
-        Some(_) => {
-            let schema = crate::cluster::pinned::without_views(&delta.schema());
-            PinnedTable::from_delta(&table, &url, schema)?
-        }
-        None => PinnedTable::from_delta(&table, &url, delta.schema())?.pruning_partitions(),
-    }))
+    // On a cluster, plain strings, not views (see `without_views`).
+    let schema = match lake.cluster() {
+        Some(_) => crate::cluster::pinned::without_views(&delta.schema()),
+        None => delta.schema(),
+    };
+    Ok(Arc::new(PinnedTable::from_delta(
+        &table,
+        &lake.table_url(name),
+        schema,
+    )?))
 }
 
 #[async_trait]
@@ -101,9 +102,17 @@ impl SchemaProvider for LakeSchema {
             Some(Entry::Pinned(version)) => *version,
         };
         let provider = open(&self.lake, &self.runtime, name, version).await?;
-        self.entries()
-            .insert(name.to_string(), Entry::Open(Arc::clone(&provider)));
-        Ok(Some(provider))
+        // Another statement may have replaced or dropped the table meanwhile:
+        // then what is there now stands.
+        let mut entries = self.entries();
+        match entries.get(name) {
+            Some(Entry::Pinned(v)) if *v == version => {
+                entries.insert(name.to_string(), Entry::Open(Arc::clone(&provider)));
+                Ok(Some(provider))
+            }
+            Some(Entry::Open(now)) => Ok(Some(Arc::clone(now))),
+            _ => Ok(None),
+        }
     }
 
     fn register_table(

@@ -1,5 +1,5 @@
-//! A DataFusion session over the lake: every table registered under its
-//! name, and every turnlake UDF.
+//! A DataFusion session over the lake: every table under its name (opened
+//! when a query names it, see `lake_schema`), and every turnlake UDF.
 
 mod bool_cast;
 mod budget;

@@ -126,7 +126,8 @@ pub fn register_config(ctx: &SessionContext, config: &CreditConfig) -> Result<()
 }
 
 /// Run the credit SQL in `ctx` (inputs registered) and return each output's rows.
-pub async fn compute(
+#[cfg(test)]
+async fn compute(
     ctx: &SessionContext,
     config: &CreditConfig,
 ) -> Result<Vec<(&'static str, Vec<RecordBatch>)>, CreditError> {
