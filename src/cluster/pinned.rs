@@ -208,10 +208,11 @@ impl PinnedTable {
             .iter()
             .enumerate()
             .map(|(i, field)| {
-                let values = self.files.files.iter().map(|f| match &f.partition[i] {
-                    Some(v) => ScalarValue::try_from_string(v.clone(), field.data_type()),
-                    None => ScalarValue::try_from(field.data_type()),
-                });
+                let values = self
+                    .files
+                    .files
+                    .iter()
+                    .map(|f| partition_value(field, &f.partition[i]));
                 ScalarValue::iter_to_array(values.collect::<Result<Vec<_>>>()?)
             })
             .collect::<Result<Vec<_>>>()?;
@@ -235,10 +236,7 @@ impl PinnedTable {
         let values = parts
             .iter()
             .zip(&file.partition)
-            .map(|(field, value)| match value {
-                Some(v) => ScalarValue::try_from_string(v.clone(), field.data_type()),
-                None => ScalarValue::try_from(field.data_type()),
-            })
+            .map(|(field, value)| partition_value(field, value))
             .collect::<Result<Vec<_>>>()?;
         // The path is already in object-store form: parse it, do not re-encode it.
         let location =
@@ -251,6 +249,15 @@ impl PinnedTable {
             version: None,
         };
         Ok(PartitionedFile::new_from_meta(meta).with_partition_values(values))
+    }
+}
+
+/// A file's value of partition column `field` (as the Delta log writes it:
+/// text, or null).
+fn partition_value(field: &FieldRef, value: &Option<String>) -> Result<ScalarValue> {
+    match value {
+        Some(v) => ScalarValue::try_from_string(v.clone(), field.data_type()),
+        None => ScalarValue::try_from(field.data_type()),
     }
 }
 

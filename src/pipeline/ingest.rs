@@ -104,7 +104,8 @@ async fn known(lake: &Lake) -> Result<Known, IngestError> {
             .map(Option::unwrap_or_default)
             .collect()
     };
-    let tables: HashSet<String> = lake.tables().await?.into_iter().map(|t| t.name).collect();
+    // The names the session's view has (the session opens only what it reads).
+    let tables: HashSet<String> = lake.view().await?.tables.into_keys().collect();
     let mut k = Known {
         trajectories: HashSet::new(),
         runs: HashMap::new(),
