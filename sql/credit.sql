@@ -24,11 +24,11 @@ SELECT c.traj_id, c.eval_run_id, c.sample_id, c.side, c.question_id, c.answer, c
          WHEN u.t IS NULL THEN 'cites CANDIDATE OUTPUT ' || CAST(c.candidate_n AS VARCHAR)
               || ' but the side has ' || CAST(s.n_scored AS VARCHAR) || ' scored outputs'
        END AS reason
-FROM cited c
+FROM credit_params p
+CROSS JOIN cited c
 LEFT JOIN questions q
   ON q.eval_run_id = c.eval_run_id AND q.sample_id = c.sample_id AND q.question_id = c.question_id
 LEFT JOIN tag_weights w ON w.tag = q.tag
-CROSS JOIN credit_params p
 LEFT JOIN trajectories s ON s.traj_id = c.traj_id
 LEFT JOIN turns u ON u.traj_id = c.traj_id AND u.candidate_n = c.candidate_n;
 
@@ -47,20 +47,22 @@ LEFT JOIN credit_citations_v c ON c.traj_id = t.traj_id AND c.t = t.t AND c.vali
 WHERE t.candidate_n IS NOT NULL
 GROUP BY t.traj_id, t.t, t.candidate_n, t.turn_sha;
 
--- Per side: answers, yes-answers citing nothing, totals.
+-- Per side: answers, yes-answers citing nothing, totals. Judgments are counted per side
+-- before the join, so the join holds one row per side, not one per judgment.
 CREATE VIEW side_credit_v AS
 SELECT s.traj_id, s.eval_run_id, s.sample_id, s.side, s.score, s.looped,
-       count(*) AS judgments,
-       count(*) FILTER (WHERE j.answer = 1) AS yes_answers,
-       count(*) FILTER (WHERE j.answer = 1 AND cardinality(j.cited_outputs) = 0) AS yes_uncited,
-       count(*) FILTER (WHERE cardinality(j.cited_outputs) > 0) AS citing_explanations,
-       coalesce(max(x.invalid), 0) AS invalid_citations,
-       coalesce(max(tc.credit), 0.0) AS credit,
-       coalesce(max(tc.blame), 0.0) AS blame
+       j.judgments, j.yes_answers, j.yes_uncited, j.citing_explanations,
+       coalesce(x.invalid, 0) AS invalid_citations,
+       coalesce(tc.credit, 0.0) AS credit,
+       coalesce(tc.blame, 0.0) AS blame
 FROM trajectories s
-JOIN judgments j ON j.traj_id = s.traj_id
+JOIN (SELECT traj_id,
+             count(*) AS judgments,
+             count(*) FILTER (WHERE answer = 1) AS yes_answers,
+             count(*) FILTER (WHERE answer = 1 AND cardinality(cited_outputs) = 0) AS yes_uncited,
+             count(*) FILTER (WHERE cardinality(cited_outputs) > 0) AS citing_explanations
+      FROM judgments GROUP BY traj_id) j ON j.traj_id = s.traj_id
 LEFT JOIN (SELECT traj_id, sum(credit) AS credit, sum(blame) AS blame FROM turn_credit_v GROUP BY traj_id) tc
   ON tc.traj_id = s.traj_id
 LEFT JOIN (SELECT traj_id, count(*) AS invalid FROM credit_citations_v WHERE NOT valid GROUP BY traj_id) x
-  ON x.traj_id = s.traj_id
-GROUP BY s.traj_id, s.eval_run_id, s.sample_id, s.side, s.score, s.looped;
+  ON x.traj_id = s.traj_id;

@@ -5,6 +5,8 @@ mod bool_cast;
 mod budget;
 mod lake_schema;
 
+pub use lake_schema::Strings;
+
 use std::sync::Arc;
 
 use arrow::record_batch::RecordBatch;
@@ -41,11 +43,21 @@ pub enum EngineError {
 /// A session with every lake table and UDF registered; on the lake's
 /// cluster when it has one.
 pub async fn session(lake: &Lake) -> Result<SessionContext, EngineError> {
+    session_with(lake, Strings::Views).await
+}
+
+/// A [`session`] for a pipeline step, whose joins and tables hold many rows:
+/// its lake tables give plain strings (see [`Strings::Plain`]).
+pub async fn step_session(lake: &Lake) -> Result<SessionContext, EngineError> {
+    session_with(lake, Strings::Plain).await
+}
+
+async fn session_with(lake: &Lake, strings: Strings) -> Result<SessionContext, EngineError> {
     let ctx = match lake.cluster() {
         Some(url) => crate::cluster::remote_session(url).await?,
         None => local(SessionContext::new_with_config(local_config())),
     };
-    with_tables(lake, ctx).await
+    with_tables(lake, ctx, strings).await
 }
 
 /// Like [`session`], but DataFusion's sorts here hold at most `limit` bytes
@@ -74,7 +86,7 @@ pub async fn bounded_session(
         .with_batch_size(batch_rows)
         .with_sort_spill_reservation_bytes(limit / 8);
     let ctx = local(SessionContext::new_with_config_rt(config, runtime));
-    with_tables(lake, ctx).await
+    with_tables(lake, ctx, Strings::Views).await
 }
 
 /// The settings of a session planned here. Null join keys are filtered
@@ -95,10 +107,14 @@ fn local(ctx: SessionContext) -> SessionContext {
 
 /// Make the lake's tables the session's default schema, each pinned at the
 /// version the lake's view gives now and opened when a query names it.
-async fn with_tables(lake: &Lake, ctx: SessionContext) -> Result<SessionContext, EngineError> {
+async fn with_tables(
+    lake: &Lake,
+    ctx: SessionContext,
+    strings: Strings,
+) -> Result<SessionContext, EngineError> {
     crate::udf::register_all(&ctx);
     let versions = lake.view().await?.tables;
-    let schema = lake_schema::LakeSchema::new(lake, ctx.runtime_env(), &versions);
+    let schema = lake_schema::LakeSchema::new(lake, ctx.runtime_env(), strings, &versions);
     let options = ctx.state().config().options().catalog.clone();
     let catalog = ctx
         .catalog(&options.default_catalog)
@@ -122,12 +138,24 @@ pub async fn register(ctx: &SessionContext, lake: &Lake, name: &str) -> Result<(
     let Some(version) = lake.view().await?.tables.get(name).copied() else {
         return Ok(());
     };
-    let provider = lake_schema::open(lake, &ctx.runtime_env(), name, version)
+    let provider = lake_schema::open(lake, &ctx.runtime_env(), name, version, strings_of(ctx))
         .await
         .map_err(err)?;
     let _ = ctx.deregister_table(name);
     ctx.register_table(name, provider).map_err(err)?;
     Ok(())
+}
+
+/// How `ctx`'s lake tables give their strings.
+fn strings_of(ctx: &SessionContext) -> Strings {
+    let options = ctx.state().config().options().catalog.clone();
+    ctx.catalog(&options.default_catalog)
+        .and_then(|c| c.schema(&options.default_schema))
+        .and_then(|s| {
+            s.downcast_ref::<lake_schema::LakeSchema>()
+                .map(|l| l.strings())
+        })
+        .unwrap_or(Strings::Views)
 }
 
 /// Run one SQL statement and collect its result; `context` names it in errors.
@@ -168,23 +196,39 @@ async fn create_table(
     let input = state.optimize(&table.input)?;
     let schema = Arc::clone(input.schema().inner());
     // Each batch is reshaped and compacted as it arrives: a cluster's result
-    // batches can point into far larger buffers than their rows use.
-    let mut partitions = Vec::new();
-    for mut stream in DataFrame::new(state, input)
+    // batches can point into far larger buffers than their rows use. Every
+    // partition is drained at once, each in its own task: drained one after
+    // another, a partition waits on data that the plan's repartitions hold
+    // for the next one, which at best piles up there and at worst never comes.
+    let streams = DataFrame::new(state, input)
         .execute_stream_partitioned()
-        .await?
-    {
-        let mut batches = Vec::new();
-        while let Some(batch) = stream.next().await {
-            let batch = crate::columns::conform(&schema, &batch?).map_err(|reason| {
-                datafusion::error::DataFusionError::Execution(format!(
-                    "CREATE TABLE {}: {reason}",
-                    table.name
-                ))
-            })?;
-            batches.push(crate::columns::compact_views(&batch));
-        }
-        partitions.push(batches);
+        .await?;
+    let drains: Vec<_> = streams
+        .into_iter()
+        .map(|mut stream| {
+            let schema = Arc::clone(&schema);
+            let name = table.name.clone();
+            tokio::spawn(async move {
+                let mut batches = Vec::new();
+                while let Some(batch) = stream.next().await {
+                    let batch = crate::columns::conform(&schema, &batch?).map_err(|reason| {
+                        datafusion::error::DataFusionError::Execution(format!(
+                            "CREATE TABLE {name}: {reason}"
+                        ))
+                    })?;
+                    batches.push(crate::columns::compact_views(&batch));
+                }
+                Ok::<_, datafusion::error::DataFusionError>(batches)
+            })
+        })
+        .collect();
+    let mut partitions = Vec::with_capacity(drains.len());
+    for drain in drains {
+        partitions.push(
+            drain
+                .await
+                .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))??,
+        );
     }
     if table.or_replace {
         ctx.deregister_table(table.name.clone())?;

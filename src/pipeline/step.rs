@@ -54,7 +54,7 @@ impl Step {
                 .ok_or(StepError::Missing(table, hint))?;
             pinned.insert(table.to_string(), serde_json::json!(version));
         }
-        let ctx = engine::session(lake).await?;
+        let ctx = engine::step_session(lake).await?;
         let provenance = serde_json::json!({
             "step": name,
             "inputs": pinned,
