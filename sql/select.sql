@@ -94,29 +94,22 @@ JOIN finish_eligible e ON e.traj_id = k.traj_id AND e.h = k.h;
 -- The format gate: exactly one bash block, no unclosed <think>, no command that
 -- repeats another train turn's command in the same row. A violation is demoted.
 -- Each candidate carries its turn's gate columns and is_submit, so neither the gate nor
--- the figures read the turns again. Only a credit row holds several turns: the rows of
--- the other products hold one, which cannot repeat another.
--- Tables, not views: later statements read them several times, so compute them once.
-CREATE TABLE credit_repeats AS
-SELECT row_id, t
-FROM (SELECT row_id, t, row_number() OVER (PARTITION BY row_id, normalize_command(command) ORDER BY t) AS nth
-      FROM cand_credit)
-WHERE nth > 1;
-
+-- the finish_mini figures read the turns again. Only a credit row holds several turns:
+-- the rows of the other products hold one, which cannot repeat another.
+-- A table, not a view: later statements read `gated` several times.
 CREATE TABLE gated AS
-SELECT c.mix, c.row_id, c.traj_id, c.source, c.sample_id, c.instance_id, c.upto_msg, c.score,
-       c.passed_credit_gates, c.prior_failures, c.t, c.is_submit,
+SELECT mix, row_id, traj_id, source, sample_id, instance_id, upto_msg, score,
+       passed_credit_gates, prior_failures, t, is_submit,
        CASE
-         WHEN c.n_bash_blocks <> 1 THEN 'not exactly one bash block'
-         WHEN c.think_unclosed THEN 'unclosed <think>'
-         WHEN r.row_id IS NOT NULL THEN 'repeats another train turn''s command'
+         WHEN n_bash_blocks <> 1 THEN 'not exactly one bash block'
+         WHEN think_unclosed THEN 'unclosed <think>'
+         WHEN repeats_in_row THEN 'repeats another train turn''s command'
        END AS demoted
-FROM credit_repeats r
-RIGHT JOIN (SELECT * FROM cand_credit
-            UNION ALL SELECT * FROM cand_escape_duel
-            UNION ALL SELECT * FROM cand_escape_mini
-            UNION ALL SELECT * FROM cand_finish_mini) c
-  ON r.row_id = c.row_id AND r.t = c.t;
+FROM (SELECT *, row_number() OVER (PARTITION BY row_id, normalize_command(command) ORDER BY t) > 1 AS repeats_in_row
+      FROM cand_credit
+      UNION ALL SELECT *, false FROM cand_escape_duel
+      UNION ALL SELECT *, false FROM cand_escape_mini
+      UNION ALL SELECT *, false FROM cand_finish_mini);
 
 -- One row per candidate row. A credit row gathers its turns; a row of another product is
 -- its one turn, so it needs no grouping.

@@ -262,7 +262,8 @@ fn partition_value(field: &FieldRef, value: &Option<String>) -> Result<ScalarVal
 }
 
 /// `schema` with its string and binary views as plain strings and binaries,
-/// for tables scanned on a cluster. Ballista ships every intermediate
+/// for tables scanned on a cluster or by a pipeline step (see
+/// `engine::Strings`). Ballista ships every intermediate
 /// result as Arrow IPC, which writes a view column's data buffers whole: a
 /// few rows filtered or joined out of a scan carry the scan's pages with
 /// them, so a shuffle or a result weighs gigabytes. Plain arrays are copied

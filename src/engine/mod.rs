@@ -203,33 +203,34 @@ async fn create_table(
     let streams = DataFrame::new(state, input)
         .execute_stream_partitioned()
         .await?;
-    let drains: Vec<_> = streams
-        .into_iter()
-        .map(|mut stream| {
-            let schema = Arc::clone(&schema);
-            let name = table.name.clone();
-            tokio::spawn(async move {
-                let mut batches = Vec::new();
-                while let Some(batch) = stream.next().await {
-                    let batch = crate::columns::conform(&schema, &batch?).map_err(|reason| {
-                        datafusion::error::DataFusionError::Execution(format!(
-                            "CREATE TABLE {name}: {reason}"
-                        ))
-                    })?;
-                    batches.push(crate::columns::compact_views(&batch));
-                }
-                Ok::<_, datafusion::error::DataFusionError>(batches)
-            })
-        })
-        .collect();
-    let mut partitions = Vec::with_capacity(drains.len());
-    for drain in drains {
-        partitions.push(
-            drain
-                .await
-                .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))??,
-        );
+    // A JoinSet stops every drain when one fails (or this future is dropped).
+    let mut drains = tokio::task::JoinSet::new();
+    for (index, mut stream) in streams.into_iter().enumerate() {
+        let schema = Arc::clone(&schema);
+        let name = table.name.clone();
+        drains.spawn(async move {
+            let mut batches = Vec::new();
+            while let Some(batch) = stream.next().await {
+                let batch = crate::columns::conform(&schema, &batch?).map_err(|reason| {
+                    datafusion::error::DataFusionError::Execution(format!(
+                        "CREATE TABLE {name}: {reason}"
+                    ))
+                })?;
+                batches.push(crate::columns::compact_views(&batch));
+            }
+            Ok::<_, datafusion::error::DataFusionError>((index, batches))
+        });
     }
+    let mut partitions = Vec::with_capacity(drains.len());
+    while let Some(drained) = drains.join_next().await {
+        match drained {
+            Ok(result) => partitions.push(result?),
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(e) => return Err(datafusion::error::DataFusionError::External(Box::new(e))),
+        }
+    }
+    partitions.sort_by_key(|(index, _)| *index);
+    let partitions: Vec<Vec<RecordBatch>> = partitions.into_iter().map(|(_, b)| b).collect();
     if table.or_replace {
         ctx.deregister_table(table.name.clone())?;
     } else if ctx.table_exist(table.name.clone())? {
