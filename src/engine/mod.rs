@@ -221,16 +221,17 @@ async fn create_table(
             Ok::<_, datafusion::error::DataFusionError>((index, batches))
         });
     }
-    let mut partitions = Vec::with_capacity(drains.len());
+    let mut partitions: Vec<Vec<RecordBatch>> = vec![Vec::new(); drains.len()];
     while let Some(drained) = drains.join_next().await {
         match drained {
-            Ok(result) => partitions.push(result?),
+            Ok(result) => {
+                let (index, batches) = result?;
+                partitions[index] = batches;
+            }
             Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
             Err(e) => return Err(datafusion::error::DataFusionError::External(Box::new(e))),
         }
     }
-    partitions.sort_by_key(|(index, _)| *index);
-    let partitions: Vec<Vec<RecordBatch>> = partitions.into_iter().map(|(_, b)| b).collect();
     if table.or_replace {
         ctx.deregister_table(table.name.clone())?;
     } else if ctx.table_exist(table.name.clone())? {

@@ -313,15 +313,13 @@ pub async fn build(lake: &Lake, config: &SelectConfig) -> Result<SelectSummary, 
     step.write("gate_demotions", demotions).await?;
     step.finish().await?;
 
-    let mined = counts(
-        &q(
-            "SELECT mix, count(*) AS n FROM gated_rows WHERE n_train > 0 GROUP BY mix".into(),
-            "gated_rows",
-        )
-        .await?,
-        "mix",
-        "n",
-    );
+    // `gated_rows` is a view: one pass gives both the rows mined and those the gate dropped.
+    let rows = q(
+        "SELECT mix, count(*) FILTER (WHERE n_train > 0) AS mined, count(*) FILTER (WHERE n_train = 0) AS dropped FROM gated_rows GROUP BY mix".into(),
+        "gated_rows",
+    )
+    .await?;
+    let mined = counts(&rows, "mix", "mined");
     let kept_batches = q(
         "SELECT mix, count(*) AS n, sum(n_train) AS train FROM products GROUP BY mix".into(),
         "products",
@@ -338,15 +336,8 @@ pub async fn build(lake: &Lake, config: &SelectConfig) -> Result<SelectSummary, 
             .products
             .insert(mix.to_string(), (get(&mined), get(&kept), get(&train)));
     }
-    summary.dropped_rows = counts(
-        &q(
-            "SELECT mix, count(*) AS n FROM gated_rows WHERE n_train = 0 GROUP BY mix".into(),
-            "gated_rows",
-        )
-        .await?,
-        "mix",
-        "n",
-    );
+    summary.dropped_rows = counts(&rows, "mix", "dropped");
+    summary.dropped_rows.retain(|_, n| *n > 0);
     let acc = q(
         "SELECT mix, outcome, turns FROM candidate_accounting".into(),
         "candidate_accounting",
