@@ -272,6 +272,8 @@ pub async fn validate_table(lake: &Lake, args: &ValidateArgs) -> anyhow::Result<
     } else {
         Vec::new()
     };
+    let provenance = serde_json::json!({"step": "validate", "inputs": {&args.table: input_version},
+                                        "params": params(args), "dropped": dropped.len()});
     let kept = {
         use datafusion::prelude::{col, lit};
         let dropped_ids = dropped.iter().map(|r| lit(r.as_str())).collect();
@@ -279,14 +281,10 @@ pub async fn validate_table(lake: &Lake, args: &ValidateArgs) -> anyhow::Result<
             .await?
             .filter(col("row_id").in_list(dropped_ids, true))?
             .sort(vec![col("row_id").sort(true, false)])?
-            .collect()
-            .await
-            .context("validate: keeping rows")?
     };
-    let n_kept = kept.iter().map(|b| b.num_rows()).sum();
-    let provenance = serde_json::json!({"step": "validate", "inputs": {&args.table: input_version},
-                                        "params": params(args), "dropped": dropped.len()});
-    lake.overwrite("sft_validated", kept, provenance.clone())
+    let kept = engine::stream(kept, "validate: keeping rows").await?;
+    let n_kept = lake
+        .overwrite_stream("sft_validated", kept, provenance.clone())
         .await?;
     writer.set_params(provenance);
     writer.finish().await?;

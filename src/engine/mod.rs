@@ -13,7 +13,9 @@ use arrow::record_batch::RecordBatch;
 use datafusion::dataframe::DataFrame;
 use datafusion::datasource::MemTable;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::execution::SendableRecordBatchStream;
 use datafusion::logical_expr::{CreateMemoryTable, DdlStatement, LogicalPlan};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use futures::StreamExt;
 
@@ -47,15 +49,33 @@ pub async fn session(lake: &Lake) -> Result<SessionContext, EngineError> {
 }
 
 /// A [`session`] for a pipeline step, whose joins and tables hold many rows:
-/// its lake tables give plain strings (see [`Strings::Plain`]).
+/// its lake tables give plain strings (see [`Strings::Plain`]), and so do
+/// its SQL's `VARCHAR`s (else a `UNION ALL` of a lake string and a cast
+/// makes the lot views).
 pub async fn step_session(lake: &Lake) -> Result<SessionContext, EngineError> {
     session_with(lake, Strings::Plain).await
+}
+
+/// A session planned here on `base`'s runtime and settings, with every
+/// turnlake UDF and no tables: for queries over tables taken from `base`.
+pub fn sub_session(base: &SessionContext) -> SessionContext {
+    let ctx = local(SessionContext::new_with_config_rt(
+        base.copied_config(),
+        base.runtime_env(),
+    ));
+    crate::udf::register_all(&ctx);
+    ctx
 }
 
 async fn session_with(lake: &Lake, strings: Strings) -> Result<SessionContext, EngineError> {
     let ctx = match lake.cluster() {
         Some(url) => crate::cluster::remote_session(url).await?,
-        None => local(SessionContext::new_with_config(local_config())),
+        None => {
+            let mut config = local_config();
+            config.options_mut().sql_parser.map_string_types_to_utf8view =
+                strings == Strings::Views;
+            local(SessionContext::new_with_config(config))
+        }
     };
     with_tables(lake, ctx, strings).await
 }
@@ -182,6 +202,25 @@ pub async fn run_sql(
         .collect()
         .await
         .map_err(err)
+}
+
+/// The rows of `frame` as a stream, computed as they are read; `context`
+/// names the query in its errors, including those met while streaming.
+pub async fn stream(
+    frame: DataFrame,
+    context: &str,
+) -> Result<SendableRecordBatchStream, EngineError> {
+    let rows = frame
+        .execute_stream()
+        .await
+        .map_err(|source| EngineError::Query {
+            context: context.to_string(),
+            source: Box::new(source),
+        })?;
+    let schema = rows.schema();
+    let context = context.to_string();
+    let rows = rows.map(move |batch| batch.map_err(|e| e.context(context.clone())));
+    Ok(Box::pin(RecordBatchStreamAdapter::new(schema, rows)))
 }
 
 /// `CREATE [OR REPLACE] TABLE t AS SELECT …` as DataFusion runs it, except

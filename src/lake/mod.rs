@@ -12,18 +12,22 @@ pub mod log;
 pub mod maintain;
 mod schema;
 pub mod snapshot;
+mod stream_source;
 
 pub use log::{InputFile, LakeCommit, LakeLog};
 pub use schema::{table_schema, TableSchema};
+use stream_source::ConformedStream;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use arrow::record_batch::RecordBatch;
 use deltalake::kernel::transaction::CommitProperties;
+use deltalake::operations::write::WriteBuilder;
 use deltalake::protocol::SaveMode;
 use deltalake::DeltaTable;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use url::Url;
 
 #[derive(Debug, thiserror::Error)]
@@ -518,6 +522,33 @@ impl Lake {
             .await
     }
 
+    /// Replace the table's rows with those `rows` yields, written as they
+    /// come (never held together), as one new version recording `provenance`.
+    /// Returns how many rows were written.
+    pub async fn overwrite_stream(
+        &self,
+        name: &str,
+        rows: impl futures::Stream<Item = datafusion::error::Result<RecordBatch>> + Send + 'static,
+        provenance: serde_json::Value,
+    ) -> LakeResult<usize> {
+        let schema = table_schema(name)?;
+        let written = Arc::new(AtomicUsize::new(0));
+        let source = ConformedStream::new(schema.clone(), rows, Arc::clone(&written));
+        let plan = source.into_plan().map_err(|source| LakeError::Delta {
+            table: name.to_string(),
+            source: Box::new(source.into()),
+        })?;
+        self.write_input(
+            name,
+            &schema,
+            |w| w.with_input_plan(plan),
+            SaveMode::Overwrite,
+            Some(provenance),
+        )
+        .await?;
+        Ok(written.load(Ordering::Relaxed))
+    }
+
     async fn write(
         &self,
         name: &str,
@@ -533,6 +564,30 @@ impl Lake {
         if batches.iter().all(|b| b.num_rows() == 0) && mode == SaveMode::Append {
             return Ok(());
         }
+        let batches = if batches.is_empty() {
+            vec![RecordBatch::new_empty(schema.schema.clone())]
+        } else {
+            batches
+        };
+        self.write_input(
+            name,
+            &schema,
+            |w| w.with_input_batches(batches),
+            mode,
+            provenance,
+        )
+        .await
+    }
+
+    /// One Delta write of `name`, its rows given by `input`.
+    async fn write_input(
+        &self,
+        name: &str,
+        schema: &TableSchema,
+        input: impl FnOnce(WriteBuilder) -> WriteBuilder,
+        mode: SaveMode,
+        provenance: Option<serde_json::Value>,
+    ) -> LakeResult<()> {
         let delta = |source| LakeError::Delta {
             table: name.to_string(),
             source: Box::new(source),
@@ -544,15 +599,20 @@ impl Lake {
             })?;
         }
         let table = self.load_or_new(name).await?;
-        let batches = if batches.is_empty() {
-            vec![RecordBatch::new_empty(schema.schema.clone())]
-        } else {
-            batches
-        };
         // Snapshots and manifests name old versions: keep every table's log
         // (delta-rs would otherwise drop log files past 30 days at a checkpoint).
-        let mut write = table
-            .write(batches)
+        // One partition: rows land in the files in the order they come (more
+        // would deal batches round-robin to parallel streams).
+        let one_partition = std::collections::HashMap::from([(
+            "datafusion.execution.target_partitions".to_string(),
+            "1".to_string(),
+        )]);
+        let session = deltalake::delta_datafusion::DeltaSessionContext::new_with_session_overrides(
+            &one_partition,
+        )
+        .map_err(delta)?;
+        let mut write = input(table.write(Vec::new()))
+            .with_session_state(Arc::new(session.state()))
             .with_save_mode(mode)
             .with_partition_columns(schema.partition_by.clone())
             .with_configuration([("delta.enableExpiredLogCleanup", Some("false"))])

@@ -10,6 +10,11 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use datafusion::execution::SendableRecordBatchStream;
+use futures::{StreamExt, TryStreamExt};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::buckets::{side_buckets, Bucket};
 use super::sqlstep::run_script;
 use crate::engine::{self, EngineError};
 use crate::lake::{Lake, LakeError};
@@ -134,7 +139,11 @@ async fn compute(
     prepare(ctx, config).await?;
     let mut out = Vec::new();
     for (table, view, order) in OUTPUTS {
-        out.push((table, output_rows(ctx, view, order).await?));
+        let sql = output_sql(view, order);
+        out.push((
+            table,
+            engine::run_sql(ctx, &sql, &format!("{SQL_FILE}, {view}")).await?,
+        ));
     }
     Ok(out)
 }
@@ -146,22 +155,52 @@ async fn prepare(ctx: &SessionContext, config: &CreditConfig) -> Result<(), Cred
     Ok(())
 }
 
-/// The rows of one output view, in the output's order.
-async fn output_rows(
-    ctx: &SessionContext,
-    view: &str,
-    order: &str,
-) -> Result<Vec<RecordBatch>, CreditError> {
-    Ok(engine::run_sql(
-        ctx,
-        &format!("SELECT * FROM {view} ORDER BY {order}"),
-        &format!("{SQL_FILE}, {view}"),
-    )
-    .await?)
+/// The query of one output: its view, in the output's order.
+fn output_sql(view: &str, order: &str) -> String {
+    format!("SELECT * FROM {view} ORDER BY {order}")
 }
+
+/// Judged sides per bucket: at the reference scale (40,000 sides) two
+/// buckets, each holding a few hundred MB at most.
+pub const BUCKET_SIDES: usize = 20_000;
 
 /// Build the credit tables in `lake`, as one step.
 pub async fn build(lake: &Lake, config: &CreditConfig) -> Result<CreditSummary, CreditError> {
+    build_in_buckets(lake, config, BUCKET_SIDES).await
+}
+
+/// The rows `sql` gives over one bucket's sides (`None`: over `ctx` as it
+/// is, the credit views already defined there).
+async fn bucket_rows(
+    ctx: &SessionContext,
+    bucket: Option<&Bucket>,
+    config: &CreditConfig,
+    sql: &str,
+) -> Result<SendableRecordBatchStream, CreditError> {
+    let session = match bucket {
+        Some(b) => {
+            let session = b
+                .session(ctx, &["judgments", "trajectories", "turns"], &["questions"])
+                .await?;
+            prepare(&session, config).await?;
+            session
+        }
+        None => ctx.clone(),
+    };
+    let err = |source| EngineError::Query {
+        context: format!("{SQL_FILE}, {sql}"),
+        source: Box::new(source),
+    };
+    let frame = session.sql(sql).await.map_err(err)?;
+    Ok(engine::stream(frame, SQL_FILE).await?)
+}
+
+/// [`build`], with at most `bucket_sides` judged sides per bucket.
+pub async fn build_in_buckets(
+    lake: &Lake,
+    config: &CreditConfig,
+    bucket_sides: usize,
+) -> Result<CreditSummary, CreditError> {
     const HINT: &str = "ingest Albedo eval runs first (turnlake ingest albedo PATH)";
     let step = super::step::Step::begin(
         lake,
@@ -176,30 +215,43 @@ pub async fn build(lake: &Lake, config: &CreditConfig) -> Result<CreditSummary, 
         (SQL_FILE, SQL),
     )
     .await?;
-    prepare(&step.ctx, config).await?;
-    let invalid = step
-        .query(
-            "SELECT count(*) FROM credit_citations_v WHERE NOT valid",
-            "invalid citations",
-        )
-        .await?;
-    // Each output is written as soon as it is computed, so only one is
-    // held at a time.
+    // Credit belongs to one side: each bucket of sides is computed in its
+    // own session over that bucket's rows, and each output streams into its
+    // table bucket after bucket (each is ordered by traj_id first).
+    let buckets = match lake.cluster() {
+        Some(_) => {
+            prepare(&step.ctx, config).await?;
+            vec![None]
+        }
+        None => side_buckets(&step.ctx, bucket_sides)
+            .await?
+            .into_iter()
+            .map(Some)
+            .collect(),
+    };
+    let invalid = Arc::new(AtomicUsize::new(0));
     let mut rows = BTreeMap::new();
     for (table, view, order) in OUTPUTS {
-        let batches = output_rows(&step.ctx, view, order).await?;
-        rows.insert(
-            table,
-            batches.iter().map(RecordBatch::num_rows).sum::<usize>(),
-        );
-        step.write(table, batches).await?;
+        let (ctx, config, buckets) = (step.ctx.clone(), config.clone(), buckets.clone());
+        let invalid = Arc::clone(&invalid);
+        let sql = output_sql(view, order);
+        let per_bucket = futures::stream::iter(buckets)
+            .then(move |bucket| {
+                let (ctx, config, sql) = (ctx.clone(), config.clone(), sql.clone());
+                async move { bucket_rows(&ctx, bucket.as_ref(), &config, &sql).await }
+            })
+            .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))
+            .try_flatten()
+            .inspect_ok(move |batch| {
+                if table == "credit_citations" {
+                    invalid.fetch_add(count_false(batch, "valid"), Ordering::Relaxed);
+                }
+            });
+        rows.insert(table, step.write_stream(table, per_bucket).await?);
     }
     let summary = CreditSummary {
         citations: rows["credit_citations"],
-        invalid_citations: arrow::array::AsArray::as_primitive::<arrow::datatypes::Int64Type>(
-            invalid[0].column(0),
-        )
-        .value(0) as usize,
+        invalid_citations: invalid.load(Ordering::Relaxed),
         turns: rows["turn_credit"],
         sides: rows["side_credit"],
     };
@@ -381,6 +433,130 @@ mod tests {
         (turns, reasons, uncited)
     }
 
+    /// Every output of a lake-built credit step, each as its rows in key order.
+    async fn lake_outputs(lake: &Lake) -> Vec<String> {
+        let ctx = engine::session(lake).await.unwrap();
+        let mut out = Vec::new();
+        for (table, _, order) in OUTPUTS {
+            let rows = engine::run_sql(
+                &ctx,
+                &format!("SELECT * FROM {table} ORDER BY {order}"),
+                table,
+            )
+            .await
+            .unwrap();
+            out.push(
+                arrow::util::pretty::pretty_format_batches(&rows)
+                    .unwrap()
+                    .to_string(),
+            );
+        }
+        out
+    }
+
+    #[tokio::test]
+    async fn credit_over_buckets_of_one_side_equals_credit_over_one_bucket() {
+        // Two eval runs of two samples, two sides each; judgments citing
+        // valid and missing outputs, and a judged side with no trajectory.
+        let dir = tempfile::tempdir().unwrap();
+        let lake = Lake::open(dir.path().to_str().unwrap()).unwrap();
+        let (mut trajectories, mut turns, mut questions, mut judgments) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for run in ["r1", "r2"] {
+            for sample in ["s1", "s2"] {
+                for (q, tag) in [("q1", "explore"), ("q2", "verification")] {
+                    questions.push(QuestionRow {
+                        eval_run_id: run.into(),
+                        sample_id: sample.into(),
+                        question_id: q.into(),
+                        tag: Some(tag.into()),
+                        ..Default::default()
+                    });
+                }
+                for (k, side) in ["challenger", "previous_king", "missing"]
+                    .iter()
+                    .enumerate()
+                {
+                    let traj = format!("albedo/{run}/{sample}/{side}");
+                    if *side != "missing" {
+                        trajectories.push(TrajectoryRow {
+                            traj_id: traj.clone(),
+                            source: "albedo".into(),
+                            eval_run_id: Some(run.into()),
+                            sample_id: Some(sample.into()),
+                            side: Some(side.to_string()),
+                            judged: true,
+                            n_scored: 2,
+                            ..Default::default()
+                        });
+                        for t in 1..=3 {
+                            turns.push(TurnRow {
+                                traj_id: traj.clone(),
+                                source: "albedo".into(),
+                                t,
+                                candidate_n: (t > 1).then_some(t - 1),
+                                turn_sha: format!("{traj}{t}"),
+                                cmd_kind: "other".into(),
+                                ..Default::default()
+                            });
+                        }
+                    }
+                    for (q, answer, text) in [
+                        ("q1", 1, format!("CANDIDATE OUTPUT {} explores.", k + 1)),
+                        (
+                            "q2",
+                            k as i32 % 2,
+                            "CANDIDATE OUTPUTS 1 and 3 check.".to_string(),
+                        ),
+                    ] {
+                        let mut j = judgment(&traj, q, answer, &text);
+                        (j.eval_run_id, j.sample_id) = (run.into(), sample.into());
+                        judgments.push(j);
+                    }
+                }
+            }
+        }
+        let mut writer = lake.begin("ingest", serde_json::json!({})).await.unwrap();
+        for (name, batch) in [
+            ("trajectories", trajectories_batch(&trajectories).unwrap()),
+            ("turns", turns_batch(&turns).unwrap()),
+            ("questions", questions_batch(&questions).unwrap()),
+            ("judgments", judgments_batch(&judgments).unwrap()),
+        ] {
+            lake.append(name, vec![batch]).await.unwrap();
+        }
+        writer.commit().await.unwrap();
+        writer.release().await.unwrap();
+
+        let config = CreditConfig::default_config();
+        let whole = build_in_buckets(&lake, &config, 1000).await.unwrap();
+        let whole_rows = lake_outputs(&lake).await;
+        let step = super::super::step::Step::begin(
+            &lake,
+            "look",
+            &[],
+            serde_json::json!({}),
+            (SQL_FILE, SQL),
+        )
+        .await
+        .unwrap();
+        let buckets = side_buckets(&step.ctx, 1).await.unwrap();
+        step.finish().await.unwrap();
+        assert_eq!(buckets.len(), 8, "one bucket per judged side");
+        let bucketed = build_in_buckets(&lake, &config, 1).await.unwrap();
+        assert_eq!(bucketed, whole);
+        assert_eq!(lake_outputs(&lake).await, whole_rows);
+        assert_eq!(
+            (whole.sides, whole.turns),
+            (8, 16),
+            "sides with a trajectory"
+        );
+        assert!(
+            whole.invalid_citations > 0,
+            "the missing sides' citations are kept as invalid"
+        );
+    }
+
     #[tokio::test]
     async fn multi_citations_give_each_turn_the_full_weight_by_default() {
         let (turns, reasons, uncited) = run(
@@ -464,4 +640,11 @@ mod tests {
         assert!(CreditConfig::from_toml("[tag_weights]\nexplore = -1.0\n").is_err());
         assert!(CreditConfig::from_toml("split_multi = \"yes\"\n").is_err());
     }
+}
+
+/// How many rows of `batch`'s boolean column `name` are false.
+fn count_false(batch: &RecordBatch, name: &str) -> usize {
+    batch
+        .column_by_name(name)
+        .map_or(0, |c| arrow::array::AsArray::as_boolean(c).false_count())
 }

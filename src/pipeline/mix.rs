@@ -282,24 +282,13 @@ pub async fn build(lake: &Lake, config: &MixConfig) -> Result<MixReport, SelectE
     .await?;
     let available = register_quota(&step.ctx, config).await?;
     step.run_sql().await?;
-    let rows = {
-        use datafusion::prelude::col;
-        let err = |source| engine::EngineError::Query {
-            context: format!("{SQL_FILE}, mix_rows"),
-            source: Box::new(source),
-        };
-        step.ctx
-            .table("mix_rows")
-            .await
-            .map_err(err)?
-            .sort(vec![col("row_id").sort(true, false)])
-            .map_err(err)?
-            .collect()
-            .await
-            .map_err(err)?
-    };
+    step.write_query(
+        "sft_mix",
+        "SELECT * FROM mix_rows ORDER BY row_id",
+        "mix_rows",
+    )
+    .await?;
     let ctx = step.ctx.clone();
-    step.write("sft_mix", rows).await?;
     step.finish().await?;
     engine::register(&ctx, lake, "sft_mix").await?;
     report(&ctx, available).await

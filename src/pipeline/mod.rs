@@ -1,6 +1,7 @@
 //! The pipeline steps: ingest from raw inputs, and the SQL steps that build
 //! derived tables from `sql/*.sql`.
 
+pub mod buckets;
 pub mod credit;
 pub mod ingest;
 pub mod mix;

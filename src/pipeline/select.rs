@@ -4,6 +4,7 @@
 
 use arrow::array::{ArrayRef, Float64Array, Int64Array};
 use arrow::record_batch::RecordBatch;
+use datafusion::dataframe::DataFrame;
 use datafusion::datasource::MemTable;
 use datafusion::prelude::SessionContext;
 use serde::{Deserialize, Serialize};
@@ -179,7 +180,7 @@ pub fn recorded_params(config: &SelectConfig) -> serde_json::Value {
 }
 
 /// The rows of one product, in row_id order.
-async fn product_rows(ctx: &SessionContext, mix: &str) -> Result<Vec<RecordBatch>, SelectError> {
+async fn product_rows(ctx: &SessionContext, mix: &str) -> Result<DataFrame, SelectError> {
     use datafusion::prelude::{col, lit};
     let err = |source| EngineError::Query {
         context: format!("{SQL_FILE}, products of {mix}"),
@@ -193,7 +194,7 @@ async fn product_rows(ctx: &SessionContext, mix: &str) -> Result<Vec<RecordBatch
         .map_err(err)?
         .sort(vec![col("row_id").sort(true, false)])
         .map_err(err)?;
-    Ok(df.collect().await.map_err(err)?)
+    Ok(df)
 }
 
 /// The selection's reproduction table from its summary and `select_figures`.
@@ -303,14 +304,15 @@ pub async fn build(lake: &Lake, config: &SelectConfig) -> Result<SelectSummary, 
     };
     for (mix, table) in PRODUCTS {
         let rows = product_rows(&ctx, mix).await?;
-        step.write(table, rows).await?;
+        step.write_frame(table, rows, &format!("{SQL_FILE}, products of {mix}"))
+            .await?;
     }
-    let demotions = q(
-        "SELECT * FROM demotions ORDER BY mix, row_id, t".into(),
+    step.write_query(
+        "gate_demotions",
+        "SELECT * FROM demotions ORDER BY mix, row_id, t",
         "demotions",
     )
     .await?;
-    step.write("gate_demotions", demotions).await?;
     step.finish().await?;
 
     // `gated_rows` is a view: one pass gives both the rows mined and those the gate dropped.

@@ -5,6 +5,7 @@
 //! commit for all of them.
 
 use arrow::record_batch::RecordBatch;
+use datafusion::dataframe::DataFrame;
 use datafusion::prelude::SessionContext;
 
 use super::sqlstep::run_script;
@@ -87,6 +88,50 @@ impl Step {
         Ok(self
             .lake
             .overwrite(table, rows, self.provenance.clone())
+            .await?)
+    }
+
+    /// Replace `table`'s rows with the result of `sql`, written as it is
+    /// computed (never collected whole); returns how many rows were written.
+    pub async fn write_query(
+        &self,
+        table: &str,
+        sql: &str,
+        what: &str,
+    ) -> Result<usize, StepError> {
+        let context = format!("{}, {what}", self.sql_file);
+        let frame = self
+            .ctx
+            .sql(sql)
+            .await
+            .map_err(|source| EngineError::Query {
+                context: context.clone(),
+                source: Box::new(source),
+            })?;
+        self.write_frame(table, frame, &context).await
+    }
+
+    /// Like [`Step::write_query`], for a query built as a DataFrame.
+    pub async fn write_frame(
+        &self,
+        table: &str,
+        frame: DataFrame,
+        what: &str,
+    ) -> Result<usize, StepError> {
+        self.write_stream(table, engine::stream(frame, what).await?)
+            .await
+    }
+
+    /// Replace `table`'s rows with those `rows` yields, as they come;
+    /// returns how many rows were written.
+    pub async fn write_stream(
+        &self,
+        table: &str,
+        rows: impl futures::Stream<Item = datafusion::error::Result<RecordBatch>> + Send + 'static,
+    ) -> Result<usize, StepError> {
+        Ok(self
+            .lake
+            .overwrite_stream(table, rows, self.provenance.clone())
             .await?)
     }
 

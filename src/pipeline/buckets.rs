@@ -1,0 +1,146 @@
+//! Buckets of judged sides, for a step whose every output row belongs to one
+//! side (credit): the step runs once per bucket, each run reading only its
+//! bucket's rows, so its joins and sorts hold one bucket, not the lake, and
+//! its memory stays flat as the lake grows.
+//!
+//! A bucket is a contiguous `traj_id` range. Outputs ordered by `traj_id`
+//! first are therefore in order when the buckets' outputs follow one another.
+
+use datafusion::dataframe::DataFrame;
+use datafusion::functions_aggregate::expr_fn::{max, min};
+use datafusion::prelude::{col, lit, Expr, SessionContext};
+
+use crate::engine::EngineError;
+
+/// One bucket: `traj_id` in `[from, to)` (unbounded where `None`), and the
+/// range of eval runs its judgments name, for tables keyed by eval run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bucket {
+    from: Option<String>,
+    to: Option<String>,
+    runs: Option<(String, String)>,
+}
+
+fn query_err(context: &str) -> impl Fn(datafusion::error::DataFusionError) -> EngineError + '_ {
+    move |source| EngineError::Query {
+        context: context.to_string(),
+        source: Box::new(source),
+    }
+}
+
+/// Buckets of at most `sides` judged sides each, covering every `traj_id`.
+pub async fn side_buckets(ctx: &SessionContext, sides: usize) -> Result<Vec<Bucket>, EngineError> {
+    let err = query_err("bucketing the judged sides");
+    // Every `sides`-th judged side in traj_id order starts a bucket.
+    let starts = ctx
+        .sql("SELECT traj_id, row_number() OVER (ORDER BY traj_id) AS n FROM trajectories WHERE judged")
+        .await
+        .map_err(&err)?
+        .filter(((col("n") - lit(1u64)) % lit(sides.max(1) as u64)).eq(lit(0u64)))
+        .map_err(&err)?
+        .select(vec![col("traj_id")])
+        .map_err(&err)?
+        .sort(vec![col("traj_id").sort(true, false)])
+        .map_err(&err)?
+        .collect()
+        .await
+        .map_err(&err)?;
+    let starts = crate::columns::strings(&starts, "traj_id");
+    // The first bucket is unbounded below, the last above.
+    let mut bounds: Vec<Option<String>> = vec![None];
+    bounds.extend(starts.into_iter().skip(1));
+    bounds.push(None);
+    let mut buckets = Vec::new();
+    for pair in bounds.windows(2) {
+        let mut bucket = Bucket {
+            from: pair[0].clone(),
+            to: pair[1].clone(),
+            runs: None,
+        };
+        bucket.runs = bucket.eval_runs(ctx).await?;
+        buckets.push(bucket);
+    }
+    Ok(buckets)
+}
+
+impl Bucket {
+    /// `traj_id` within this bucket (`None`: every row).
+    fn traj_ids(&self) -> Option<Expr> {
+        let from = self
+            .from
+            .as_ref()
+            .map(|f| col("traj_id").gt_eq(lit(f.as_str())));
+        let to = self.to.as_ref().map(|t| col("traj_id").lt(lit(t.as_str())));
+        match (from, to) {
+            (Some(a), Some(b)) => Some(a.and(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// `eval_run_id` within the eval runs of this bucket's judgments.
+    fn eval_run_ids(&self) -> Expr {
+        match &self.runs {
+            Some((first, last)) => {
+                col("eval_run_id").between(lit(first.as_str()), lit(last.as_str()))
+            }
+            None => lit(false),
+        }
+    }
+
+    /// The first and last eval run the bucket's judgments name.
+    async fn eval_runs(
+        &self,
+        ctx: &SessionContext,
+    ) -> Result<Option<(String, String)>, EngineError> {
+        let err = query_err("finding a bucket's eval runs");
+        let judgments = self.only(ctx.table("judgments").await.map_err(&err)?, self.traj_ids())?;
+        let range = judgments
+            .aggregate(
+                vec![],
+                vec![
+                    min(col("eval_run_id")).alias("first"),
+                    max(col("eval_run_id")).alias("last"),
+                ],
+            )
+            .map_err(&err)?
+            .collect()
+            .await
+            .map_err(&err)?;
+        let first = crate::columns::strings(&range, "first");
+        let last = crate::columns::strings(&range, "last");
+        Ok(match (first.first(), last.first()) {
+            (Some(Some(f)), Some(Some(l))) => Some((f.clone(), l.clone())),
+            _ => None,
+        })
+    }
+
+    fn only(&self, frame: DataFrame, filter: Option<Expr>) -> Result<DataFrame, EngineError> {
+        match filter {
+            Some(f) => frame.filter(f).map_err(query_err("filtering a bucket")),
+            None => Ok(frame),
+        }
+    }
+
+    /// A session on `ctx`'s runtime and settings where each table of `by_side` holds only this bucket's sides and each of
+    /// `by_run` only the eval runs its judgments name.
+    pub async fn session(
+        &self,
+        ctx: &SessionContext,
+        by_side: &[&str],
+        by_run: &[&str],
+    ) -> Result<SessionContext, EngineError> {
+        let err = query_err("opening a bucket's session");
+        let bucket = crate::engine::sub_session(ctx);
+        let tables = by_side
+            .iter()
+            .map(|t| (*t, self.traj_ids()))
+            .chain(by_run.iter().map(|t| (*t, Some(self.eval_run_ids()))));
+        for (name, filter) in tables {
+            let rows = self.only(ctx.table(name).await.map_err(&err)?, filter)?;
+            bucket
+                .register_table(name, rows.into_view())
+                .map_err(&err)?;
+        }
+        Ok(bucket)
+    }
+}
