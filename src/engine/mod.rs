@@ -50,8 +50,8 @@ pub async fn session(lake: &Lake) -> Result<SessionContext, EngineError> {
 
 /// A [`session`] for a pipeline step, whose joins and tables hold many rows:
 /// its lake tables give plain strings (see [`Strings::Plain`]), and so do
-/// its SQL's `VARCHAR`s (else a `UNION ALL` of a lake string and a cast
-/// makes the lot views).
+/// its SQL's `VARCHAR`s when planned here (else a `UNION ALL` of a lake
+/// string and a cast makes the lot views).
 pub async fn step_session(lake: &Lake) -> Result<SessionContext, EngineError> {
     session_with(lake, Strings::Plain).await
 }

@@ -16,7 +16,7 @@ mod stream_source;
 
 pub use log::{InputFile, LakeCommit, LakeLog};
 pub use schema::{table_schema, TableSchema};
-use stream_source::ConformedStream;
+use stream_source::{ConformedStream, StreamOutcome};
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -27,7 +27,6 @@ use deltalake::operations::write::WriteBuilder;
 use deltalake::protocol::SaveMode;
 use deltalake::DeltaTable;
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use url::Url;
 
 #[derive(Debug, thiserror::Error)]
@@ -40,6 +39,12 @@ pub enum LakeError {
     Root { root: String, reason: String },
     #[error("table {table}: batch does not match schemas/{table}.json: {reason}")]
     SchemaMismatch { table: String, reason: String },
+    #[error("table {table}: computing its rows")]
+    Rows {
+        table: String,
+        #[source]
+        source: Box<datafusion::error::DataFusionError>,
+    },
     #[error("table {table}")]
     Delta {
         table: String,
@@ -524,7 +529,8 @@ impl Lake {
 
     /// Replace the table's rows with those `rows` yields, written as they
     /// come (never held together), as one new version recording `provenance`.
-    /// Returns how many rows were written.
+    /// Returns how many rows were written. If `rows` fails, no version is
+    /// committed (files already written stay unreferenced until `vacuum`).
     pub async fn overwrite_stream(
         &self,
         name: &str,
@@ -532,21 +538,30 @@ impl Lake {
         provenance: serde_json::Value,
     ) -> LakeResult<usize> {
         let schema = table_schema(name)?;
-        let written = Arc::new(AtomicUsize::new(0));
-        let source = ConformedStream::new(schema.clone(), rows, Arc::clone(&written));
+        let outcome = Arc::new(StreamOutcome::default());
+        let source = ConformedStream::new(schema.clone(), rows, Arc::clone(&outcome));
         let plan = source.into_plan().map_err(|source| LakeError::Delta {
             table: name.to_string(),
             source: Box::new(source.into()),
         })?;
-        self.write_input(
-            name,
-            &schema,
-            |w| w.with_input_plan(plan),
-            SaveMode::Overwrite,
-            Some(provenance),
-        )
-        .await?;
-        Ok(written.load(Ordering::Relaxed))
+        let written = self
+            .write_input(
+                name,
+                &schema,
+                |w| w.with_input_plan(plan),
+                SaveMode::Overwrite,
+                Some(provenance),
+            )
+            .await;
+        // A failed input is reported as itself, its causes and all.
+        match (written, outcome.take_failure()) {
+            (Ok(()), _) => Ok(outcome.written()),
+            (Err(_), Some(failure)) => Err(LakeError::Rows {
+                table: name.to_string(),
+                source: Box::new(failure),
+            }),
+            (Err(e), None) => Err(e),
+        }
     }
 
     async fn write(

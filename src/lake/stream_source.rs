@@ -17,8 +17,26 @@ use futures::{Stream, StreamExt};
 
 use super::{conform, TableSchema};
 
-/// One stream, each batch conformed to its table's schema and its rows
-/// counted, readable once (a write executes its input plan once).
+/// What a [`ConformedStream`] saw: how many rows it gave, and the first
+/// error of its input, kept whole (the Delta writer keeps only its text).
+#[derive(Debug, Default)]
+pub(super) struct StreamOutcome {
+    written: AtomicUsize,
+    failure: Mutex<Option<DataFusionError>>,
+}
+
+impl StreamOutcome {
+    pub(super) fn written(&self) -> usize {
+        self.written.load(Ordering::Relaxed)
+    }
+
+    pub(super) fn take_failure(&self) -> Option<DataFusionError> {
+        self.failure.lock().expect("the outcome's lock").take()
+    }
+}
+
+/// One stream, each batch conformed to its table's schema, readable once
+/// (a write executes its input plan once).
 pub(super) struct ConformedStream {
     schema: SchemaRef,
     rows: Mutex<Option<SendableRecordBatchStream>>,
@@ -28,14 +46,29 @@ impl ConformedStream {
     pub(super) fn new(
         table: TableSchema,
         rows: impl Stream<Item = datafusion::error::Result<RecordBatch>> + Send + 'static,
-        written: Arc<AtomicUsize>,
+        outcome: Arc<StreamOutcome>,
     ) -> ConformedStream {
         let schema = Arc::clone(&table.schema);
         let conformed = rows.map(move |batch| {
-            let batch =
-                conform(&table, &batch?).map_err(|e| DataFusionError::External(e.into()))?;
-            written.fetch_add(batch.num_rows(), Ordering::Relaxed);
-            Ok(batch)
+            let batch = batch
+                .and_then(|b| conform(&table, &b).map_err(|e| DataFusionError::External(e.into())));
+            match batch {
+                Ok(batch) => {
+                    outcome
+                        .written
+                        .fetch_add(batch.num_rows(), Ordering::Relaxed);
+                    Ok(batch)
+                }
+                Err(e) => {
+                    let text = e.to_string();
+                    outcome
+                        .failure
+                        .lock()
+                        .expect("the outcome's lock")
+                        .get_or_insert(e);
+                    Err(DataFusionError::Execution(text))
+                }
+            }
         });
         ConformedStream {
             rows: Mutex::new(Some(Box::pin(RecordBatchStreamAdapter::new(
@@ -163,7 +196,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_streamed_overwrite_writes_every_row_in_order_and_a_failed_one_writes_nothing() {
+    async fn a_streamed_overwrite_writes_every_row_in_order_and_a_failed_one_commits_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let lake = Lake::open(dir.path().to_str().unwrap()).unwrap();
         let written = lake
@@ -184,12 +217,25 @@ mod tests {
                 serde_json::json!({"step": "test"}),
             )
             .await;
-        let message = format!("{:?}", failed.unwrap_err());
-        assert!(message.contains("the query failed"), "{message}");
+        match failed {
+            Err(crate::lake::LakeError::Rows { table, source }) => {
+                assert_eq!(table, "gate_demotions");
+                assert!(source.to_string().contains("the query failed"), "{source}");
+            }
+            other => panic!("the stream's own error, not {other:?}"),
+        }
         assert_eq!(
             read_ts(&lake).await,
             (0..2003).collect::<Vec<i32>>(),
             "a stream that fails leaves the table as it was"
         );
+
+        let empty = futures::stream::empty::<datafusion::error::Result<RecordBatch>>();
+        let written = lake
+            .overwrite_stream("gate_demotions", empty, serde_json::json!({"step": "test"}))
+            .await
+            .unwrap();
+        assert_eq!(written, 0);
+        assert!(read_ts(&lake).await.is_empty(), "no rows replace every row");
     }
 }

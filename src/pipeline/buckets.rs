@@ -5,6 +5,10 @@
 //!
 //! A bucket is a contiguous `traj_id` range. Outputs ordered by `traj_id`
 //! first are therefore in order when the buckets' outputs follow one another.
+//! Tables keyed by eval run (questions) are filtered to the range of eval
+//! runs a bucket's judgments name: an Albedo `traj_id` starts with its eval
+//! run, so that range is a bucket's own runs (were it not, a bucket would
+//! read more questions, with the same result).
 
 use datafusion::dataframe::DataFrame;
 use datafusion::functions_aggregate::expr_fn::{max, min};
@@ -93,7 +97,7 @@ impl Bucket {
         ctx: &SessionContext,
     ) -> Result<Option<(String, String)>, EngineError> {
         let err = query_err("finding a bucket's eval runs");
-        let judgments = self.only(ctx.table("judgments").await.map_err(&err)?, self.traj_ids())?;
+        let judgments = only(ctx.table("judgments").await.map_err(&err)?, self.traj_ids())?;
         let range = judgments
             .aggregate(
                 vec![],
@@ -114,13 +118,6 @@ impl Bucket {
         })
     }
 
-    fn only(&self, frame: DataFrame, filter: Option<Expr>) -> Result<DataFrame, EngineError> {
-        match filter {
-            Some(f) => frame.filter(f).map_err(query_err("filtering a bucket")),
-            None => Ok(frame),
-        }
-    }
-
     /// A session on `ctx`'s runtime and settings where each table of `by_side` holds only this bucket's sides and each of
     /// `by_run` only the eval runs its judgments name.
     pub async fn session(
@@ -136,11 +133,31 @@ impl Bucket {
             .map(|t| (*t, self.traj_ids()))
             .chain(by_run.iter().map(|t| (*t, Some(self.eval_run_ids()))));
         for (name, filter) in tables {
-            let rows = self.only(ctx.table(name).await.map_err(&err)?, filter)?;
+            let rows = only(ctx.table(name).await.map_err(&err)?, filter)?;
             bucket
                 .register_table(name, rows.into_view())
                 .map_err(&err)?;
         }
         Ok(bucket)
+    }
+}
+
+/// `frame`'s rows that pass `filter` (all of them for `None`).
+fn only(frame: DataFrame, filter: Option<Expr>) -> Result<DataFrame, EngineError> {
+    match filter {
+        Some(f) => frame.filter(f).map_err(query_err("filtering a bucket")),
+        None => Ok(frame),
+    }
+}
+
+impl std::fmt::Display for Bucket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let bound = |b: &Option<String>, open: &str| b.clone().unwrap_or_else(|| open.to_string());
+        write!(
+            f,
+            "traj_id [{}, {})",
+            bound(&self.from, "start"),
+            bound(&self.to, "end")
+        )
     }
 }

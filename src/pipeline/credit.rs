@@ -5,14 +5,13 @@
 use arrow::array::{ArrayRef, BooleanArray, Float64Array, StringArray};
 use arrow::record_batch::RecordBatch;
 use datafusion::datasource::MemTable;
+use datafusion::execution::SendableRecordBatchStream;
 use datafusion::prelude::SessionContext;
+use futures::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::sync::Arc;
-
-use datafusion::execution::SendableRecordBatchStream;
-use futures::{StreamExt, TryStreamExt};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use super::buckets::{side_buckets, Bucket};
 use super::sqlstep::run_script;
@@ -160,6 +159,13 @@ fn output_sql(view: &str, order: &str) -> String {
     format!("SELECT * FROM {view} ORDER BY {order}")
 }
 
+/// How many rows of `batch`'s boolean column `name` are false.
+fn count_false(batch: &RecordBatch, name: &str) -> usize {
+    batch
+        .column_by_name(name)
+        .map_or(0, |c| arrow::array::AsArray::as_boolean(c).false_count())
+}
+
 /// Judged sides per bucket: at the reference scale (40,000 sides) two
 /// buckets, each holding a few hundred MB at most.
 pub const BUCKET_SIDES: usize = 20_000;
@@ -169,13 +175,13 @@ pub async fn build(lake: &Lake, config: &CreditConfig) -> Result<CreditSummary, 
     build_in_buckets(lake, config, BUCKET_SIDES).await
 }
 
-/// The rows `sql` gives over one bucket's sides (`None`: over `ctx` as it
-/// is, the credit views already defined there).
+/// One output `view`'s rows over one bucket's sides, in `order` (`None`:
+/// over `ctx` as it is, the credit views already defined there).
 async fn bucket_rows(
     ctx: &SessionContext,
     bucket: Option<&Bucket>,
     config: &CreditConfig,
-    sql: &str,
+    (view, order): (&str, &str),
 ) -> Result<SendableRecordBatchStream, CreditError> {
     let session = match bucket {
         Some(b) => {
@@ -187,12 +193,19 @@ async fn bucket_rows(
         }
         None => ctx.clone(),
     };
-    let err = |source| EngineError::Query {
-        context: format!("{SQL_FILE}, {sql}"),
-        source: Box::new(source),
+    let context = match bucket {
+        Some(b) => format!("{SQL_FILE}, {view} over {b}"),
+        None => format!("{SQL_FILE}, {view}"),
     };
-    let frame = session.sql(sql).await.map_err(err)?;
-    Ok(engine::stream(frame, SQL_FILE).await?)
+    let sql = output_sql(view, order);
+    let frame = session
+        .sql(&sql)
+        .await
+        .map_err(|source| EngineError::Query {
+            context: context.clone(),
+            source: Box::new(source),
+        })?;
+    Ok(engine::stream(frame, &context).await?)
 }
 
 /// [`build`], with at most `bucket_sides` judged sides per bucket.
@@ -234,11 +247,10 @@ pub async fn build_in_buckets(
     for (table, view, order) in OUTPUTS {
         let (ctx, config, buckets) = (step.ctx.clone(), config.clone(), buckets.clone());
         let invalid = Arc::clone(&invalid);
-        let sql = output_sql(view, order);
         let per_bucket = futures::stream::iter(buckets)
             .then(move |bucket| {
-                let (ctx, config, sql) = (ctx.clone(), config.clone(), sql.clone());
-                async move { bucket_rows(&ctx, bucket.as_ref(), &config, &sql).await }
+                let (ctx, config) = (ctx.clone(), config.clone());
+                async move { bucket_rows(&ctx, bucket.as_ref(), &config, (view, order)).await }
             })
             .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))
             .try_flatten()
@@ -433,18 +445,20 @@ mod tests {
         (turns, reasons, uncited)
     }
 
-    /// Every output of a lake-built credit step, each as its rows in key order.
+    /// Every output of a lake-built credit step, each as its rows in file
+    /// order (one partition reads the files in turn).
     async fn lake_outputs(lake: &Lake) -> Vec<String> {
-        let ctx = engine::session(lake).await.unwrap();
+        let ctx = SessionContext::new_with_config(
+            datafusion::prelude::SessionConfig::new().with_target_partitions(1),
+        );
         let mut out = Vec::new();
-        for (table, _, order) in OUTPUTS {
-            let rows = engine::run_sql(
-                &ctx,
-                &format!("SELECT * FROM {table} ORDER BY {order}"),
-                table,
-            )
-            .await
-            .unwrap();
+        for (table, _, _) in OUTPUTS {
+            let delta = lake.table(table).await.unwrap().unwrap();
+            ctx.register_table(table, delta.table_provider().await.unwrap())
+                .unwrap();
+            let rows = engine::run_sql(&ctx, &format!("SELECT * FROM {table}"), table)
+                .await
+                .unwrap();
             out.push(
                 arrow::util::pretty::pretty_format_batches(&rows)
                     .unwrap()
@@ -640,11 +654,4 @@ mod tests {
         assert!(CreditConfig::from_toml("[tag_weights]\nexplore = -1.0\n").is_err());
         assert!(CreditConfig::from_toml("split_multi = \"yes\"\n").is_err());
     }
-}
-
-/// How many rows of `batch`'s boolean column `name` are false.
-fn count_false(batch: &RecordBatch, name: &str) -> usize {
-    batch
-        .column_by_name(name)
-        .map_or(0, |c| arrow::array::AsArray::as_boolean(c).false_count())
 }
