@@ -7,7 +7,6 @@ use std::process::ExitCode;
 /// process as a Unix tool does: the error chain printed once, secrets
 /// redacted, SIGPIPE when our reader went away.
 pub fn main(command: fn() -> anyhow::Result<ExitCode>) -> ExitCode {
-    limit_malloc_arenas();
     // SIGPIPE stays ignored (Rust's default): a socket whose peer went away
     // (S3, a cluster's gRPC: hyper writes with writev, which raises SIGPIPE)
     // must be an error to handle, not a silent death. When the reader of our
@@ -67,20 +66,4 @@ fn end_by_sigpipe() -> ! {
         libc::raise(libc::SIGPIPE);
     }
     std::process::exit(141)
-}
-
-/// One glibc malloc arena per core, set before any thread starts. glibc's
-/// default, eight per core, lets every tokenizer, reader and writer thread
-/// keep its own heap, and what they free stays mapped there: `validate` at 4×
-/// the reference mix peaked at 486 MB with the default and at 354 MB with
-/// two arenas, at the same speed.
-fn limit_malloc_arenas() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-        // SAFETY: mallopt only sets an allocator parameter; no thread exists yet.
-        unsafe {
-            libc::mallopt(libc::M_ARENA_MAX, cores.min(i32::MAX as usize) as i32);
-        }
-    }
 }
