@@ -303,6 +303,21 @@ mod tests {
         }
     }
 
+    /// A side's `n` turns: a context turn, then scored outputs 1..n-1.
+    fn side_turns(traj: &str, n: i32) -> Vec<TurnRow> {
+        (1..=n)
+            .map(|t| TurnRow {
+                traj_id: traj.into(),
+                source: "albedo".into(),
+                t,
+                candidate_n: (t > 1).then_some(t - 1),
+                turn_sha: format!("{traj}{t}"),
+                cmd_kind: "other".into(),
+                ..Default::default()
+            })
+            .collect()
+    }
+
     /// One sample: a side with a context turn and three scored outputs, and a looped side.
     async fn context(judgments: Vec<JudgmentRow>) -> SessionContext {
         let ctx = SessionContext::new();
@@ -317,17 +332,7 @@ mod tests {
                 looped,
                 ..Default::default()
             });
-            for t in 1..=4 {
-                turns.push(TurnRow {
-                    traj_id: traj.into(),
-                    source: "albedo".into(),
-                    t,
-                    candidate_n: (t > 1).then_some(t - 1),
-                    turn_sha: format!("{traj}{t}"),
-                    cmd_kind: "other".into(),
-                    ..Default::default()
-                });
-            }
+            turns.extend(side_turns(traj, 4));
         }
         let questions: Vec<QuestionRow> = [
             ("q1", "explore"),
@@ -503,17 +508,7 @@ mod tests {
                             n_scored: 2,
                             ..Default::default()
                         });
-                        for t in 1..=3 {
-                            turns.push(TurnRow {
-                                traj_id: traj.clone(),
-                                source: "albedo".into(),
-                                t,
-                                candidate_n: (t > 1).then_some(t - 1),
-                                turn_sha: format!("{traj}{t}"),
-                                cmd_kind: "other".into(),
-                                ..Default::default()
-                            });
-                        }
+                        turns.extend(side_turns(&traj, 3));
                     }
                     for (q, answer, text) in [
                         ("q1", 1, format!("CANDIDATE OUTPUT {} explores.", k + 1)),
