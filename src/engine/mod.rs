@@ -42,6 +42,19 @@ pub enum EngineError {
     },
 }
 
+impl EngineError {
+    /// A mapper of DataFusion errors to a [`EngineError::Query`] naming `context`.
+    pub fn query(
+        context: impl Into<String>,
+    ) -> impl Fn(datafusion::error::DataFusionError) -> EngineError {
+        let context = context.into();
+        move |source| EngineError::Query {
+            context: context.clone(),
+            source: Box::new(source),
+        }
+    }
+}
+
 /// A session with every lake table and UDF registered; on the lake's
 /// cluster when it has one.
 pub async fn session(lake: &Lake) -> Result<SessionContext, EngineError> {
@@ -94,10 +107,7 @@ pub async fn bounded_session(
     let runtime = RuntimeEnvBuilder::new()
         .with_memory_pool(Arc::new(budget::SpillingBudget::new(limit)))
         .build_arc()
-        .map_err(|e| EngineError::Query {
-            context: "creating a memory-bounded session".into(),
-            source: Box::new(e),
-        })?;
+        .map_err(EngineError::query("creating a memory-bounded session"))?;
     // One partition: one sorter gets the whole budget (the consumer of the
     // stream is what runs on every core), and it keeps a share of it aside
     // to merge what it spilled.
@@ -184,21 +194,18 @@ pub async fn run_sql(
     sql: &str,
     context: &str,
 ) -> Result<Vec<RecordBatch>, EngineError> {
-    let err = |source| EngineError::Query {
-        context: context.to_string(),
-        source: Box::new(source),
-    };
-    let plan = ctx.state().create_logical_plan(sql).await.map_err(err)?;
+    let err = EngineError::query(context);
+    let plan = ctx.state().create_logical_plan(sql).await.map_err(&err)?;
     if let LogicalPlan::Ddl(DdlStatement::CreateMemoryTable(table)) = &plan {
         let plain = table.constraints.is_empty() && table.column_defaults.is_empty();
         if plain && !table.if_not_exists && !table.temporary {
-            create_table(ctx, table).await.map_err(err)?;
+            create_table(ctx, table).await.map_err(&err)?;
             return Ok(Vec::new());
         }
     }
     ctx.execute_logical_plan(plan)
         .await
-        .map_err(err)?
+        .map_err(&err)?
         .collect()
         .await
         .map_err(err)
@@ -213,14 +220,21 @@ pub async fn stream(
     let rows = frame
         .execute_stream()
         .await
-        .map_err(|source| EngineError::Query {
-            context: context.to_string(),
-            source: Box::new(source),
-        })?;
+        .map_err(EngineError::query(context))?;
     let schema = rows.schema();
     let context = context.to_string();
     let rows = rows.map(move |batch| batch.map_err(|e| e.context(context.clone())));
     Ok(Box::pin(RecordBatchStreamAdapter::new(schema, rows)))
+}
+
+/// The rows of the query `sql` as a [`stream`].
+pub async fn stream_sql(
+    ctx: &SessionContext,
+    sql: &str,
+    context: &str,
+) -> Result<SendableRecordBatchStream, EngineError> {
+    let frame = ctx.sql(sql).await.map_err(EngineError::query(context))?;
+    stream(frame, context).await
 }
 
 /// `CREATE [OR REPLACE] TABLE t AS SELECT …` as DataFusion runs it, except

@@ -25,16 +25,9 @@ pub struct Bucket {
     runs: Option<(String, String)>,
 }
 
-fn query_err(context: &str) -> impl Fn(datafusion::error::DataFusionError) -> EngineError + '_ {
-    move |source| EngineError::Query {
-        context: context.to_string(),
-        source: Box::new(source),
-    }
-}
-
 /// Buckets of at most `sides` judged sides each, covering every `traj_id`.
 pub async fn side_buckets(ctx: &SessionContext, sides: usize) -> Result<Vec<Bucket>, EngineError> {
-    let err = query_err("bucketing the judged sides");
+    let err = EngineError::query("bucketing the judged sides");
     // Every `sides`-th judged side in traj_id order starts a bucket.
     let starts = ctx
         .sql("SELECT traj_id, row_number() OVER (ORDER BY traj_id) AS n FROM trajectories WHERE judged")
@@ -96,7 +89,7 @@ impl Bucket {
         &self,
         ctx: &SessionContext,
     ) -> Result<Option<(String, String)>, EngineError> {
-        let err = query_err("finding a bucket's eval runs");
+        let err = EngineError::query("finding a bucket's eval runs");
         let judgments = only(ctx.table("judgments").await.map_err(&err)?, self.traj_ids())?;
         let range = judgments
             .aggregate(
@@ -118,15 +111,16 @@ impl Bucket {
         })
     }
 
-    /// A session on `ctx`'s runtime and settings where each table of `by_side` holds only this bucket's sides and each of
-    /// `by_run` only the eval runs its judgments name.
+    /// A session on `ctx`'s runtime and settings where each table of
+    /// `by_side` holds only this bucket's sides, and each of `by_run` only
+    /// the eval runs its judgments name.
     pub async fn session(
         &self,
         ctx: &SessionContext,
         by_side: &[&str],
         by_run: &[&str],
     ) -> Result<SessionContext, EngineError> {
-        let err = query_err("opening a bucket's session");
+        let err = EngineError::query("opening a bucket's session");
         let bucket = crate::engine::sub_session(ctx);
         let tables = by_side
             .iter()
@@ -145,7 +139,9 @@ impl Bucket {
 /// `frame`'s rows that pass `filter` (all of them for `None`).
 fn only(frame: DataFrame, filter: Option<Expr>) -> Result<DataFrame, EngineError> {
     match filter {
-        Some(f) => frame.filter(f).map_err(query_err("filtering a bucket")),
+        Some(f) => frame
+            .filter(f)
+            .map_err(EngineError::query("filtering a bucket")),
         None => Ok(frame),
     }
 }

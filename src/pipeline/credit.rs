@@ -197,15 +197,7 @@ async fn bucket_rows(
         Some(b) => format!("{SQL_FILE}, {view} over {b}"),
         None => format!("{SQL_FILE}, {view}"),
     };
-    let sql = output_sql(view, order);
-    let frame = session
-        .sql(&sql)
-        .await
-        .map_err(|source| EngineError::Query {
-            context: context.clone(),
-            source: Box::new(source),
-        })?;
-    Ok(engine::stream(frame, &context).await?)
+    Ok(engine::stream_sql(&session, &output_sql(view, order), &context).await?)
 }
 
 /// [`build`], with at most `bucket_sides` judged sides per bucket.

@@ -179,19 +179,20 @@ pub fn recorded_params(config: &SelectConfig) -> serde_json::Value {
     v
 }
 
-/// The rows of one product, in row_id order.
-async fn product_rows(ctx: &SessionContext, mix: &str) -> Result<DataFrame, SelectError> {
+/// The rows of one product, in row_id order; `context` names them in errors.
+async fn product_rows(
+    ctx: &SessionContext,
+    mix: &str,
+    context: &str,
+) -> Result<DataFrame, SelectError> {
     use datafusion::prelude::{col, lit};
-    let err = |source| EngineError::Query {
-        context: format!("{SQL_FILE}, products of {mix}"),
-        source: Box::new(source),
-    };
+    let err = EngineError::query(context);
     let df = ctx
         .table("products")
         .await
-        .map_err(err)?
+        .map_err(&err)?
         .filter(col("mix").eq(lit(mix)))
-        .map_err(err)?
+        .map_err(&err)?
         .sort(vec![col("row_id").sort(true, false)])
         .map_err(err)?;
     Ok(df)
@@ -303,9 +304,9 @@ pub async fn build(lake: &Lake, config: &SelectConfig) -> Result<SelectSummary, 
         async move { engine::run_sql(&ctx, &sql, &format!("{SQL_FILE}, {what}")).await }
     };
     for (mix, table) in PRODUCTS {
-        let rows = product_rows(&ctx, mix).await?;
-        step.write_frame(table, rows, &format!("{SQL_FILE}, products of {mix}"))
-            .await?;
+        let context = format!("{SQL_FILE}, products of {mix}");
+        let rows = product_rows(&ctx, mix, &context).await?;
+        step.write_frame(table, rows, &context).await?;
     }
     step.write_query(
         "gate_demotions",

@@ -100,15 +100,8 @@ impl Step {
         what: &str,
     ) -> Result<usize, StepError> {
         let context = format!("{}, {what}", self.sql_file);
-        let frame = self
-            .ctx
-            .sql(sql)
-            .await
-            .map_err(|source| EngineError::Query {
-                context: context.clone(),
-                source: Box::new(source),
-            })?;
-        self.write_frame(table, frame, &context).await
+        let rows = engine::stream_sql(&self.ctx, sql, &context).await?;
+        self.write_stream(table, rows).await
     }
 
     /// Like [`Step::write_query`], for a query built as a DataFrame.
