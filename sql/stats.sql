@@ -1,40 +1,52 @@
--- Where credit lives (turnlake stats). Reads: turns, turn_credit, credit_citations, judgments.
+-- Where credit lives (turnlake stats). Reads: stats_cells, stats_citing and
+-- stats_judged_turns (sql/stats_cells.sql summed over every bucket of sides),
+-- credit_citations, trajectories and turns.
 
--- Every scored turn with its credit, whether its own observation failed (null when none
--- follows) and whether the observation before it failed (the previous turn may be a
--- context turn).
-CREATE VIEW stats_scored AS
-SELECT s.traj_id, s.t, s.cmd_kind, s.obs_failed AS own_failed, s.prev_failed AS after_failure,
-       c.credit, c.credit > 0 AS earned
-FROM turns s
-JOIN turn_credit c ON c.traj_id = s.traj_id AND c.t = s.t
-WHERE s.source = 'albedo';
-
+-- Every figure over scored turns is a ratio of sums of the cells, so it equals the same
+-- figure taken over the turns themselves.
 CREATE VIEW stats_by_kind AS
 SELECT cmd_kind,
-       count(*) AS turns,
-       CAST(count(*) AS DOUBLE) / (SELECT count(*) FROM stats_scored) AS share,
-       avg(credit) AS mean_credit,
-       100.0 * avg(CAST(earned AS DOUBLE)) AS pct_earning
-FROM stats_scored
+       sum(turns) AS turns,
+       CAST(sum(turns) AS DOUBLE) / (SELECT sum(turns) FROM stats_cells) AS share,
+       sum(credit) / CAST(sum(turns) AS DOUBLE) AS mean_credit,
+       100.0 * CAST(sum(earning) AS DOUBLE) / sum(turns) AS pct_earning
+FROM stats_cells
 GROUP BY cmd_kind;
 
 CREATE VIEW stats_by_turn AS
-SELECT t, count(*) AS turns, avg(credit) AS mean_credit, 100.0 * avg(CAST(earned AS DOUBLE)) AS pct_earning
-FROM stats_scored
+SELECT t,
+       sum(turns) AS turns,
+       sum(credit) / CAST(sum(turns) AS DOUBLE) AS mean_credit,
+       100.0 * CAST(sum(earning) AS DOUBLE) / sum(turns) AS pct_earning
+FROM stats_cells
 WHERE t BETWEEN 1 AND 16
 GROUP BY t;
 
 -- The failure share counts a turn's own observation, over scored turns an observation
 -- follows; "after a failure" compares turns whose previous observation failed with all.
+CREATE VIEW stats_exposure_sums AS
+SELECT CAST(sum(turns) FILTER (WHERE own_failed) AS DOUBLE) AS own_failed,
+       CAST(sum(turns) FILTER (WHERE own_failed IS NOT NULL) AS DOUBLE) AS own_observed,
+       CAST(sum(turns) FILTER (WHERE after_failure) AS DOUBLE) AS after_failure,
+       CAST(sum(turns) FILTER (WHERE after_failure IS NOT NULL) AS DOUBLE) AS after_observed,
+       CAST(sum(earning) FILTER (WHERE after_failure) AS DOUBLE) AS earning_after_failure,
+       CAST(sum(earning) FILTER (WHERE NOT after_failure) AS DOUBLE) AS earning_otherwise,
+       CAST(sum(turns) FILTER (WHERE NOT after_failure) AS DOUBLE) AS otherwise,
+       CAST(sum(earning) AS DOUBLE) AS earning,
+       CAST(sum(turns) AS DOUBLE) AS scored
+FROM stats_cells;
+
 CREATE VIEW stats_exposure AS
-SELECT avg(CAST(own_failed AS DOUBLE)) AS share_failed_own,
-       avg(CAST(after_failure AS DOUBLE)) AS share_after_failure,
-       100.0 * avg(CASE WHEN after_failure THEN CAST(earned AS DOUBLE) END) AS pct_earning_after_failure,
-       100.0 * avg(CASE WHEN NOT after_failure THEN CAST(earned AS DOUBLE) END) AS pct_earning_otherwise,
-       100.0 * avg(CAST(earned AS DOUBLE)) AS pct_earning_baseline,
-       1.0 - avg(CASE WHEN after_failure THEN CAST(earned AS DOUBLE) END) / avg(CAST(earned AS DOUBLE)) AS relative_cost
-FROM stats_scored;
+SELECT coalesce(own_failed, 0) / own_observed AS share_failed_own,
+       coalesce(after_failure, 0) / after_observed AS share_after_failure,
+       100.0 * coalesce(earning_after_failure, 0) / after_failure AS pct_earning_after_failure,
+       100.0 * coalesce(earning_otherwise, 0) / otherwise AS pct_earning_otherwise,
+       100.0 * coalesce(earning, 0) / scored AS pct_earning_baseline,
+       1.0 - (coalesce(earning_after_failure, 0) / after_failure) / (coalesce(earning, 0) / scored) AS relative_cost
+FROM stats_exposure_sums;
+
+CREATE VIEW stats_scored AS
+SELECT coalesce(sum(turns), 0) AS n FROM stats_cells;
 
 CREATE VIEW stats_by_tag AS
 SELECT coalesce(tag, '(none)') AS tag,
@@ -44,20 +56,16 @@ FROM credit_citations
 WHERE valid AND answer = 1
 GROUP BY coalesce(tag, '(none)');
 
-CREATE VIEW stats_citing AS
-SELECT CAST(count(*) FILTER (WHERE cardinality(cited_outputs) > 0) AS DOUBLE) / count(*) AS share_citing,
-       CAST(count(*) FILTER (WHERE answer = 1 AND cardinality(cited_outputs) = 0) AS DOUBLE)
-         / count(*) FILTER (WHERE answer = 1) AS share_yes_uncited,
-       count(*) AS explanations
-FROM judgments
-WHERE traj_id IN (SELECT traj_id FROM turn_credit);
+CREATE VIEW stats_citing_shares AS
+SELECT CAST(sum(citing) AS DOUBLE) / sum(explanations) AS share_citing,
+       CAST(sum(yes_uncited) AS DOUBLE) / sum(yes) AS share_yes_uncited
+FROM stats_citing;
 
 -- The Albedo corpus the figures come from.
 CREATE VIEW stats_corpus AS
 SELECT (SELECT count(*) FROM (SELECT DISTINCT eval_run_id, sample_id FROM trajectories WHERE source = 'albedo' AND judged)) AS samples,
        (SELECT count(*) FROM trajectories WHERE source = 'albedo' AND judged) AS sides,
-       (SELECT count(*) FROM turns u JOIN trajectories s ON s.traj_id = u.traj_id
-        WHERE s.source = 'albedo' AND s.judged) AS albedo_turns,
+       (SELECT coalesce(sum(albedo_turns), 0) FROM stats_judged_turns) AS albedo_turns,
        (SELECT count(*) FROM trajectories WHERE source = 'mini_coder') AS mini_coder_trajectories,
        (SELECT avg(CAST(n_turns AS DOUBLE)) FROM trajectories WHERE source = 'mini_coder') AS mini_coder_mean_turns,
        (SELECT avg(CASE WHEN u.is_submit THEN 1.0 ELSE 0.0 END) FROM turns u

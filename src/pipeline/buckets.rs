@@ -1,5 +1,5 @@
 //! Buckets of judged sides, for a step whose every output row belongs to one
-//! side (credit): the step runs once per bucket, each run reading only its
+//! side (credit) or whose figures are sums over sides (stats): the step runs once per bucket, each run reading only its
 //! bucket's rows, so its joins and sorts hold one bucket, not the lake, and
 //! its memory stays flat as the lake grows.
 //!
@@ -15,6 +15,10 @@ use datafusion::functions_aggregate::expr_fn::{max, min};
 use datafusion::prelude::{col, lit, Expr, SessionContext};
 
 use crate::engine::EngineError;
+
+/// Judged sides per bucket: at the reference scale (40,000 sides) two
+/// buckets, each holding a few hundred MB at most.
+pub const BUCKET_SIDES: usize = 20_000;
 
 /// One bucket: `traj_id` in `[from, to)` (unbounded where `None`), and the
 /// range of eval runs its judgments name, for tables keyed by eval run.

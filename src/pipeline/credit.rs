@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use super::buckets::{side_buckets, Bucket};
+use super::buckets::{side_buckets, Bucket, BUCKET_SIDES};
 use super::sqlstep::run_script;
 use crate::engine::{self, EngineError};
 use crate::lake::{Lake, LakeError};
@@ -166,10 +166,6 @@ fn count_false(batch: &RecordBatch, name: &str) -> usize {
         .map_or(0, |c| arrow::array::AsArray::as_boolean(c).false_count())
 }
 
-/// Judged sides per bucket: at the reference scale (40,000 sides) two
-/// buckets, each holding a few hundred MB at most.
-pub const BUCKET_SIDES: usize = 20_000;
-
 /// Build the credit tables in `lake`, as one step.
 pub async fn build(lake: &Lake, config: &CreditConfig) -> Result<CreditSummary, CreditError> {
     build_in_buckets(lake, config, BUCKET_SIDES).await
@@ -264,7 +260,7 @@ pub async fn build_in_buckets(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::source::rows::{
         judgments_batch, questions_batch, trajectories_batch, turns_batch, JudgmentRow,
@@ -465,12 +461,11 @@ mod tests {
         out
     }
 
-    #[tokio::test]
-    async fn credit_over_buckets_of_one_side_equals_credit_over_one_bucket() {
-        // Two eval runs of two samples, two sides each; judgments citing
-        // valid and missing outputs, and a judged side with no trajectory.
-        let dir = tempfile::tempdir().unwrap();
-        let lake = Lake::open(dir.path().to_str().unwrap()).unwrap();
+    /// A lake of two eval runs of two samples, two sides each, ingested:
+    /// judgments citing valid and missing outputs, and a judged side with no
+    /// trajectory.
+    pub(crate) async fn two_eval_runs(dir: &std::path::Path) -> Lake {
+        let lake = Lake::open(dir.to_str().unwrap()).unwrap();
         let (mut trajectories, mut turns, mut questions, mut judgments) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for run in ["r1", "r2"] {
@@ -500,7 +495,13 @@ mod tests {
                             n_scored: 2,
                             ..Default::default()
                         });
-                        turns.extend(side_turns(&traj, 3));
+                        turns.extend(side_turns(&traj, 3).into_iter().map(|mut u| {
+                            // Kinds and failures vary, for the report's counts.
+                            u.cmd_kind = ["cat -n", "find/ls", "other"][(u.t - 1) as usize].into();
+                            u.obs_failed = (u.t < 3).then_some(u.t == 2);
+                            u.prev_failed = u.t == 3;
+                            u
+                        }));
                     }
                     for (q, answer, text) in [
                         ("q1", 1, format!("CANDIDATE OUTPUT {} explores.", k + 1)),
@@ -529,6 +530,13 @@ mod tests {
         writer.commit().await.unwrap();
         writer.release().await.unwrap();
 
+        lake
+    }
+
+    #[tokio::test]
+    async fn credit_over_buckets_of_one_side_equals_credit_over_one_bucket() {
+        let dir = tempfile::tempdir().unwrap();
+        let lake = two_eval_runs(dir.path()).await;
         let config = CreditConfig::default_config();
         let whole = build_in_buckets(&lake, &config, 1000).await.unwrap();
         let whole_rows = lake_outputs(&lake).await;

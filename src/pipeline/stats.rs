@@ -1,9 +1,16 @@
-//! The credit report: `sql/stats.sql` over the credit tables, read into a
+//! The credit report: `sql/stats_cells.sql` counted over each bucket of
+//! sides, then `sql/stats.sql` over those counts and the lake, read into a
 //! plain struct that the CLI renders as a table, markdown, JSON or plots.
 
+use std::sync::Arc;
+
+use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
+use datafusion::datasource::MemTable;
+use datafusion::prelude::SessionContext;
 use serde::Serialize;
 
+use super::buckets::{side_buckets, BUCKET_SIDES};
 use super::reproduction::Reproduction;
 use super::sqlstep::run_script;
 use crate::columns::{f64s, i64s, scalar_i64, strings};
@@ -12,6 +19,16 @@ use crate::lake::{Lake, LakeError};
 
 pub const SQL_FILE: &str = "sql/stats.sql";
 pub const SQL: &str = include_str!("../../sql/stats.sql");
+pub const CELLS_FILE: &str = "sql/stats_cells.sql";
+pub const CELLS_SQL: &str = include_str!("../../sql/stats_cells.sql");
+
+/// Each count view of `sql/stats_cells.sql` and the table that holds its
+/// rows from every bucket, which `sql/stats.sql` reads.
+const COUNTS: [(&str, &str); 3] = [
+    ("bucket_cells", "stats_cells"),
+    ("bucket_citing", "stats_citing"),
+    ("bucket_judged_turns", "stats_judged_turns"),
+];
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct KindStat {
@@ -116,12 +133,70 @@ async fn view(
     .await?)
 }
 
+/// Count `sql/stats_cells.sql` over each bucket of at most `bucket_sides`
+/// judged sides (one bucket on a cluster), and register each count view's
+/// rows from every bucket in `ctx` as one table: the joins of scored turns
+/// with their credit hold one bucket at a time.
+async fn count_in_buckets(
+    ctx: &SessionContext,
+    lake: &Lake,
+    bucket_sides: usize,
+) -> Result<(), StatsError> {
+    let buckets = match lake.cluster() {
+        Some(_) => vec![None],
+        None => side_buckets(ctx, bucket_sides)
+            .await?
+            .into_iter()
+            .map(Some)
+            .collect(),
+    };
+    // Each count view's schema (the same in every bucket) and rows.
+    let mut counts: Vec<(Option<SchemaRef>, Vec<RecordBatch>)> =
+        vec![(None, Vec::new()); COUNTS.len()];
+    for bucket in &buckets {
+        let session = match bucket {
+            Some(b) => {
+                b.session(
+                    ctx,
+                    &["judgments", "trajectories", "turns", "turn_credit"],
+                    &[],
+                )
+                .await?
+            }
+            None => ctx.clone(),
+        };
+        run_script(&session, CELLS_FILE, CELLS_SQL).await?;
+        for ((view, _), (schema, rows)) in COUNTS.iter().zip(counts.iter_mut()) {
+            let err = EngineError::query(match bucket {
+                Some(b) => format!("{CELLS_FILE}, {view} over {b}"),
+                None => format!("{CELLS_FILE}, {view}"),
+            });
+            let frame = session.table(*view).await.map_err(&err)?;
+            *schema = Some(Arc::new(frame.schema().as_arrow().clone()));
+            rows.extend(frame.collect().await.map_err(&err)?);
+        }
+    }
+    for ((_, table), (schema, rows)) in COUNTS.iter().zip(counts) {
+        let err = EngineError::query(format!("{CELLS_FILE}, collecting {table}"));
+        let schema = schema.expect("side_buckets gives one bucket at least");
+        let counts = MemTable::try_new(schema, vec![rows]).map_err(&err)?;
+        ctx.register_table(*table, Arc::new(counts)).map_err(&err)?;
+    }
+    Ok(())
+}
+
 /// Compute the report from the lake's credit tables.
 pub async fn report(lake: &Lake) -> Result<Report, StatsError> {
+    report_in_buckets(lake, BUCKET_SIDES).await
+}
+
+/// [`report`], counting at most `bucket_sides` judged sides at a time.
+pub async fn report_in_buckets(lake: &Lake, bucket_sides: usize) -> Result<Report, StatsError> {
     if lake.table("turn_credit").await?.is_none() {
         return Err(StatsError::NoCredit);
     }
-    let ctx = engine::session(lake).await?;
+    let ctx = engine::step_session(lake).await?;
+    count_in_buckets(&ctx, lake, bucket_sides).await?;
     run_script(&ctx, SQL_FILE, SQL).await?;
 
     let b = view(&ctx, "stats_by_kind", "ORDER BY mean_credit DESC, cmd_kind").await?;
@@ -179,10 +254,10 @@ pub async fn report(lake: &Lake) -> Result<Report, StatsError> {
         })
         .collect();
 
-    let b = view(&ctx, "stats_citing", "").await?;
+    let b = view(&ctx, "stats_citing_shares", "").await?;
     let one = |name: &str| first(&b, name);
     let (share_citing, share_yes_uncited) = (one("share_citing"), one("share_yes_uncited"));
-    let scored = engine::run_sql(&ctx, "SELECT count(*) AS n FROM stats_scored", SQL_FILE).await?;
+    let scored = view(&ctx, "stats_scored", "").await?;
 
     let b = view(&ctx, "stats_corpus", "").await?;
     let count = |name: &str| i64s(&b, name).first().copied().flatten().unwrap_or(0);
@@ -291,4 +366,37 @@ fn first(batches: &[RecordBatch], name: &str) -> f64 {
 /// A figure SQL left null (no turns to average) reads as NaN.
 fn num(v: Option<f64>) -> f64 {
     v.unwrap_or(f64::NAN)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::credit::{self, tests::two_eval_runs, CreditConfig};
+
+    #[tokio::test]
+    async fn the_report_over_buckets_of_one_side_equals_the_report_over_one_bucket() {
+        let dir = tempfile::tempdir().unwrap();
+        let lake = two_eval_runs(dir.path()).await;
+        credit::build(&lake, &CreditConfig::default_config())
+            .await
+            .unwrap();
+        let whole = report_in_buckets(&lake, 1000).await.unwrap();
+        let bucketed = report_in_buckets(&lake, 1).await.unwrap();
+        assert_eq!(bucketed, whole);
+
+        // Eight sides of three turns; turns 2 and 3 are scored, turn 2's
+        // own observation failed, turn 3 follows a failure.
+        let c = &whole.corpus;
+        assert_eq!((c.samples, c.sides, c.albedo_turns), (4, 8, 24));
+        assert_eq!(whole.scored_turns, 16);
+        let kinds: Vec<(&str, i64)> = whole
+            .by_kind
+            .iter()
+            .map(|k| (k.cmd_kind.as_str(), k.turns))
+            .collect();
+        assert!(kinds.contains(&("find/ls", 8)) && kinds.contains(&("other", 8)));
+        assert_eq!(whole.exposure.share_failed_own, 1.0);
+        assert_eq!(whole.exposure.share_after_failure, 0.5);
+        assert!(whole.share_citing > 0.0 && whole.share_citing <= 1.0);
+    }
 }
