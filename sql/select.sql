@@ -69,7 +69,7 @@ WHERE s.source = 'mini_coder' AND s.verified;
 
 CREATE VIEW finish_eligible AS
 SELECT r.traj_id, r.instance_id, x.t, x.msg_idx, x.n_bash_blocks, x.think_unclosed, x.command, x.is_submit,
-       md5(CAST(p.finish_seed AS VARCHAR) || r.traj_id || '/' || CAST(x.t AS VARCHAR)) AS h
+       digest(CAST(p.finish_seed AS VARCHAR) || r.traj_id || '/' || CAST(x.t AS VARCHAR), 'md5') AS h
 FROM select_params p
 CROSS JOIN finish_runs r
 JOIN turns x ON x.traj_id = r.traj_id AND x.source = 'mini_coder'
@@ -79,9 +79,10 @@ WHERE x.t BETWEEN p.finish_t_min AND p.finish_t_max
            ELSE x.command IS NOT NULL AND NOT x.is_repeat AND NOT x.is_submit AND x.obs_failed = false
       END;
 
--- The chosen turn per run: its hash is the lowest (the hash names the turn, so it is unique).
+-- The chosen turn per run: its hash is the lowest (the hash names the turn, so it is unique,
+-- and the turns are found by it alone: the join holds one 16-byte digest per run).
 CREATE VIEW finish_pick AS
-SELECT traj_id, min(h) AS h FROM finish_eligible GROUP BY traj_id;
+SELECT min(h) AS h FROM finish_eligible GROUP BY traj_id;
 
 CREATE VIEW cand_finish_mini AS
 SELECT 'finish_mini' AS mix, 'finish_mini/' || e.traj_id AS row_id, e.traj_id, 'mini_coder' AS source,
@@ -89,7 +90,7 @@ SELECT 'finish_mini' AS mix, 'finish_mini/' || e.traj_id AS row_id, e.traj_id, '
        CAST(NULL AS BOOLEAN) AS passed_credit_gates, CAST(NULL AS INT) AS prior_failures, e.t,
        e.n_bash_blocks, e.think_unclosed, e.command, e.is_submit
 FROM finish_pick k
-JOIN finish_eligible e ON e.traj_id = k.traj_id AND e.h = k.h;
+JOIN finish_eligible e ON e.h = k.h;
 
 -- The format gate: exactly one bash block, no unclosed <think>, no command that
 -- repeats another train turn's command in the same row. A violation is demoted.
