@@ -7,7 +7,7 @@
 CREATE VIEW stats_by_kind AS
 SELECT cmd_kind,
        sum(turns) AS turns,
-       CAST(sum(turns) AS DOUBLE) / (SELECT sum(turns) FROM stats_cells) AS share,
+       CAST(sum(turns) AS DOUBLE) / (SELECT sum(turns) AS scored FROM stats_cells) AS share,
        sum(credit) / CAST(sum(turns) AS DOUBLE) AS mean_credit,
        100.0 * CAST(sum(earning) AS DOUBLE) / sum(turns) AS pct_earning
 FROM stats_cells

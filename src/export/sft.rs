@@ -110,7 +110,8 @@ const META_BATCH_ROWS: usize = 4096;
 /// Each row's messages. The only join builds on the rows (small); which
 /// messages train comes from the train_meta stream (their `msg_idx`).
 ///
-/// Strings are cast to plain Utf8 before the sort: a joined string view
+/// Strings are plain Utf8 before the sort (the session's lake tables give
+/// them so; the casts are for results from a cluster): a joined string view
 /// keeps pointing into the whole batch it came from, which the sort would
 /// count (ten times over) against its memory budget.
 fn messages_sql() -> String {
@@ -128,7 +129,7 @@ fn messages_sql() -> String {
 }
 
 /// Each row's train turns, with the message each one is.
-/// Strings are cast out of their views, as in [`messages_sql`]: a view column
+/// Strings are plain, as in [`messages_sql`]: a view column
 /// a join outputs keeps the whole build side's string buffers alive, so the
 /// sort would count every batch as gigabytes and refuse its budget.
 const META_SQL: &str = "SELECT arrow_cast(row_id, 'Utf8') AS row_id, t, msg_idx, \
