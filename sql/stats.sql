@@ -2,14 +2,15 @@
 -- stats_judged_turns (sql/stats_cells.sql summed over every bucket of sides),
 -- credit_citations, trajectories and turns.
 
--- Every figure over scored turns is a ratio of sums of the cells, so it equals the same
--- figure taken over the turns themselves.
+-- Every figure over scored turns is a ratio of sums of the cells, taken in the order the
+-- averages over the turns themselves took it (a share times 100, not 100 times a count
+-- over a count), so it rounds the same; only the sums of credit add in another order.
 CREATE VIEW stats_by_kind AS
 SELECT cmd_kind,
        sum(turns) AS turns,
        CAST(sum(turns) AS DOUBLE) / (SELECT sum(turns) AS scored FROM stats_cells) AS share,
        sum(credit) / CAST(sum(turns) AS DOUBLE) AS mean_credit,
-       100.0 * CAST(sum(earning) AS DOUBLE) / sum(turns) AS pct_earning
+       100.0 * (CAST(sum(earning) AS DOUBLE) / sum(turns)) AS pct_earning
 FROM stats_cells
 GROUP BY cmd_kind;
 
@@ -17,7 +18,7 @@ CREATE VIEW stats_by_turn AS
 SELECT t,
        sum(turns) AS turns,
        sum(credit) / CAST(sum(turns) AS DOUBLE) AS mean_credit,
-       100.0 * CAST(sum(earning) AS DOUBLE) / sum(turns) AS pct_earning
+       100.0 * (CAST(sum(earning) AS DOUBLE) / sum(turns)) AS pct_earning
 FROM stats_cells
 WHERE t BETWEEN 1 AND 16
 GROUP BY t;
@@ -39,9 +40,9 @@ FROM stats_cells;
 CREATE VIEW stats_exposure AS
 SELECT coalesce(own_failed, 0) / own_observed AS share_failed_own,
        coalesce(after_failure, 0) / after_observed AS share_after_failure,
-       100.0 * coalesce(earning_after_failure, 0) / after_failure AS pct_earning_after_failure,
-       100.0 * coalesce(earning_otherwise, 0) / otherwise AS pct_earning_otherwise,
-       100.0 * coalesce(earning, 0) / scored AS pct_earning_baseline,
+       100.0 * (coalesce(earning_after_failure, 0) / after_failure) AS pct_earning_after_failure,
+       100.0 * (coalesce(earning_otherwise, 0) / otherwise) AS pct_earning_otherwise,
+       100.0 * (coalesce(earning, 0) / scored) AS pct_earning_baseline,
        1.0 - (coalesce(earning_after_failure, 0) / after_failure) / (coalesce(earning, 0) / scored) AS relative_cost
 FROM stats_exposure_sums;
 

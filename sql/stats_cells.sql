@@ -1,7 +1,7 @@
 -- Where credit lives, counted over one bucket of sides (turnlake stats). Reads: turns,
--- turn_credit, judgments, trajectories, each holding only the bucket's sides. Every
--- figure of sql/stats.sql is a sum of these counts over the buckets, so no step holds
--- more than one bucket's join.
+-- turn_credit, judgments, trajectories, each holding only the bucket's sides. The figures
+-- of sql/stats.sql over scored turns, explanations and judged turns are ratios of sums of
+-- these counts over the buckets, so no join holds more than one bucket.
 
 -- Scored turns counted by command kind, turn index, whether the turn's own observation
 -- failed (null when none follows) and whether the observation before it failed (the

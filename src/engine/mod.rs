@@ -93,7 +93,8 @@ async fn session_with(lake: &Lake, strings: Strings) -> Result<SessionContext, E
     with_tables(lake, ctx, strings).await
 }
 
-/// Like [`session`], but DataFusion's sorts here hold at most `limit` bytes
+/// A session for a stream of many rows: plain strings as in a
+/// [`step_session`], and DataFusion's sorts here hold at most `limit` bytes
 /// (beyond it they spill to the temporary folder), in batches of `batch_rows`
 /// rows, so a streaming step's memory does not grow with its input.
 pub async fn bounded_session(

@@ -111,7 +111,7 @@ const META_BATCH_ROWS: usize = 4096;
 /// messages train comes from the train_meta stream (their `msg_idx`).
 ///
 /// Strings are plain Utf8 before the sort (the session's lake tables give
-/// them so; the casts are for results from a cluster): a joined string view
+/// them so; the casts keep it so whatever a session gives): a joined string view
 /// keeps pointing into the whole batch it came from, which the sort would
 /// count (ten times over) against its memory budget.
 fn messages_sql() -> String {

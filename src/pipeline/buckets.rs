@@ -1,7 +1,8 @@
 //! Buckets of judged sides, for a step whose every output row belongs to one
-//! side (credit) or whose figures are sums over sides (stats): the step runs once per bucket, each run reading only its
-//! bucket's rows, so its joins and sorts hold one bucket, not the lake, and
-//! its memory stays flat as the lake grows.
+//! side (credit) or whose figures are sums over sides (stats): the step runs
+//! once per bucket, each run reading only its bucket's rows, so its joins and
+//! sorts hold one bucket, not the lake, and its memory stays flat as the lake
+//! grows.
 //!
 //! A bucket is a contiguous `traj_id` range. Outputs ordered by `traj_id`
 //! first are therefore in order when the buckets' outputs follow one another.

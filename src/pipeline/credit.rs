@@ -496,8 +496,14 @@ pub(crate) mod tests {
                             ..Default::default()
                         });
                         turns.extend(side_turns(&traj, 3).into_iter().map(|mut u| {
-                            // Kinds and failures vary, for the report's counts.
+                            // Kinds and failures vary, for the report's counts;
+                            // `grep` has three scored turns, one earning.
                             u.cmd_kind = ["cat -n", "find/ls", "other"][(u.t - 1) as usize].into();
+                            if u.t > 1 && traj == "albedo/r1/s1/challenger"
+                                || u.t == 3 && traj == "albedo/r2/s2/challenger"
+                            {
+                                u.cmd_kind = "grep".into();
+                            }
                             u.obs_failed = (u.t < 3).then_some(u.t == 2);
                             u.prev_failed = u.t == 3;
                             u

@@ -394,9 +394,47 @@ mod tests {
             .iter()
             .map(|k| (k.cmd_kind.as_str(), k.turns))
             .collect();
-        assert!(kinds.contains(&("find/ls", 8)) && kinds.contains(&("other", 8)));
+        for kind in [("find/ls", 7), ("other", 6), ("grep", 3)] {
+            assert!(kinds.contains(&kind), "{kinds:?}");
+        }
         assert_eq!(whole.exposure.share_failed_own, 1.0);
         assert_eq!(whole.exposure.share_after_failure, 0.5);
         assert!(whole.share_citing > 0.0 && whole.share_citing <= 1.0);
+
+        // The sums of counts give what averages over the scored turns give,
+        // to the last bit.
+        let ctx = engine::step_session(&lake).await.unwrap();
+        let direct = engine::run_sql(
+            &ctx,
+            "SELECT s.cmd_kind, avg(c.credit) AS mean_credit, \
+                    100.0 * avg(CAST(c.credit > 0 AS DOUBLE)) AS pct_earning \
+             FROM turns s JOIN turn_credit c ON c.traj_id = s.traj_id AND c.t = s.t \
+             WHERE s.source = 'albedo' GROUP BY s.cmd_kind ORDER BY s.cmd_kind",
+            "averages over the scored turns",
+        )
+        .await
+        .unwrap();
+        let mut by_kind: Vec<(String, f64, f64)> = whole
+            .by_kind
+            .iter()
+            .map(|k| (k.cmd_kind.clone(), k.mean_credit, k.pct_earning))
+            .collect();
+        by_kind.sort_by(|a, b| a.0.cmp(&b.0));
+        let (kinds, mean, pct) = (
+            strings(&direct, "cmd_kind"),
+            f64s(&direct, "mean_credit"),
+            f64s(&direct, "pct_earning"),
+        );
+        let direct: Vec<(String, f64, f64)> = (0..kinds.len())
+            .map(|i| (kinds[i].clone().unwrap(), num(mean[i]), num(pct[i])))
+            .collect();
+        assert_eq!(by_kind, direct);
+        // One of three: 100 x (1 / 3) and (100 x 1) / 3 differ in the last bit.
+        assert!(
+            direct
+                .iter()
+                .any(|(kind, _, pct)| kind == "grep" && *pct == 100.0 * (1.0 / 3.0)),
+            "{direct:?}"
+        );
     }
 }
