@@ -83,12 +83,7 @@ pub fn sub_session(base: &SessionContext) -> SessionContext {
 async fn session_with(lake: &Lake, strings: Strings) -> Result<SessionContext, EngineError> {
     let ctx = match lake.cluster() {
         Some(url) => crate::cluster::remote_session(url).await?,
-        None => {
-            let mut config = local_config();
-            config.options_mut().sql_parser.map_string_types_to_utf8view =
-                strings == Strings::Views;
-            local(SessionContext::new_with_config(config))
-        }
+        None => local(SessionContext::new_with_config(local_config(strings))),
     };
     with_tables(lake, ctx, strings).await
 }
@@ -112,25 +107,26 @@ pub async fn bounded_session(
     // One partition: one sorter gets the whole budget (the consumer of the
     // stream is what runs on every core), and it keeps a share of it aside
     // to merge what it spilled.
-    let mut config = local_config()
-        .with_target_partitions(1)
-        .with_batch_size(batch_rows)
-        .with_sort_spill_reservation_bytes(limit / 8);
     // Plain strings, as in a step: the joins of a stream build on the rows
     // it reads, and over views each batch a join put out kept buffers of its
     // own (`export sft` at 4x the reference corpus: heap peak 493 MB with
     // views, 171 MB plain, 0.24 GB of it for the 0.18M train turns' join).
-    config.options_mut().sql_parser.map_string_types_to_utf8view = false;
+    let config = local_config(Strings::Plain)
+        .with_target_partitions(1)
+        .with_batch_size(batch_rows)
+        .with_sort_spill_reservation_bytes(limit / 8);
     let ctx = local(SessionContext::new_with_config_rt(config, runtime));
     with_tables(lake, ctx, Strings::Plain).await
 }
 
-/// The settings of a session planned here. Null join keys are filtered
+/// The settings of a session planned here whose lake tables give `strings`:
+/// its SQL's `VARCHAR`s are the same kind. Null join keys are filtered
 /// before joins: mini-coder turns have no `candidate_n`, so a join of turns
 /// on it then reads Albedo's row groups only, not every turn of the lake.
-fn local_config() -> SessionConfig {
+fn local_config(strings: Strings) -> SessionConfig {
     let mut config = SessionConfig::new();
     config.options_mut().optimizer.filter_null_join_keys = true;
+    config.options_mut().sql_parser.map_string_types_to_utf8view = strings == Strings::Views;
     config
 }
 

@@ -16,18 +16,38 @@ use datafusion::functions_aggregate::expr_fn::{max, min};
 use datafusion::prelude::{col, lit, Expr, SessionContext};
 
 use crate::engine::EngineError;
+use crate::lake::Lake;
 
 /// Judged sides per bucket: at the reference scale (40,000 sides) two
 /// buckets, each holding a few hundred MB at most.
 pub const BUCKET_SIDES: usize = 20_000;
 
-/// One bucket: `traj_id` in `[from, to)` (unbounded where `None`), and the
-/// range of eval runs its judgments name, for tables keyed by eval run.
+/// One bucket: `traj_id` in `[from, to)` (unbounded where `None`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Bucket {
     from: Option<String>,
     to: Option<String>,
-    runs: Option<(String, String)>,
+}
+
+/// A session per bucket of at most `sides` judged sides (see
+/// [`Bucket::session`]), each with the words that name its bucket in
+/// errors; on a cluster, `ctx` itself as the one bucket.
+pub async fn bucket_sessions(
+    lake: &Lake,
+    ctx: &SessionContext,
+    sides: usize,
+    by_side: &[&str],
+    by_run: &[&str],
+) -> Result<Vec<(SessionContext, String)>, EngineError> {
+    if lake.cluster().is_some() {
+        return Ok(vec![(ctx.clone(), String::new())]);
+    }
+    let mut sessions = Vec::new();
+    for bucket in side_buckets(ctx, sides).await? {
+        let session = bucket.session(ctx, by_side, by_run).await?;
+        sessions.push((session, format!(" over {bucket}")));
+    }
+    Ok(sessions)
 }
 
 /// Buckets of at most `sides` judged sides each, covering every `traj_id`.
@@ -52,17 +72,13 @@ pub async fn side_buckets(ctx: &SessionContext, sides: usize) -> Result<Vec<Buck
     let mut bounds: Vec<Option<String>> = vec![None];
     bounds.extend(starts.into_iter().skip(1));
     bounds.push(None);
-    let mut buckets = Vec::new();
-    for pair in bounds.windows(2) {
-        let mut bucket = Bucket {
+    Ok(bounds
+        .windows(2)
+        .map(|pair| Bucket {
             from: pair[0].clone(),
             to: pair[1].clone(),
-            runs: None,
-        };
-        bucket.runs = bucket.eval_runs(ctx).await?;
-        buckets.push(bucket);
-    }
-    Ok(buckets)
+        })
+        .collect())
 }
 
 impl Bucket {
@@ -79,9 +95,9 @@ impl Bucket {
         }
     }
 
-    /// `eval_run_id` within the eval runs of this bucket's judgments.
-    fn eval_run_ids(&self) -> Expr {
-        match &self.runs {
+    /// `eval_run_id` within `runs` (see [`Bucket::eval_runs`]).
+    fn eval_run_ids(runs: &Option<(String, String)>) -> Expr {
+        match runs {
             Some((first, last)) => {
                 col("eval_run_id").between(lit(first.as_str()), lit(last.as_str()))
             }
@@ -127,10 +143,14 @@ impl Bucket {
     ) -> Result<SessionContext, EngineError> {
         let err = EngineError::query("opening a bucket's session");
         let bucket = crate::engine::sub_session(ctx);
+        let runs = match by_run.is_empty() {
+            true => None,
+            false => Some(Self::eval_run_ids(&self.eval_runs(ctx).await?)),
+        };
         let tables = by_side
             .iter()
             .map(|t| (*t, self.traj_ids()))
-            .chain(by_run.iter().map(|t| (*t, Some(self.eval_run_ids()))));
+            .chain(by_run.iter().map(|t| (*t, runs.clone())));
         for (name, filter) in tables {
             let rows = only(ctx.table(name).await.map_err(&err)?, filter)?;
             bucket

@@ -5,7 +5,6 @@
 use arrow::array::{ArrayRef, BooleanArray, Float64Array, StringArray};
 use arrow::record_batch::RecordBatch;
 use datafusion::datasource::MemTable;
-use datafusion::execution::SendableRecordBatchStream;
 use datafusion::prelude::SessionContext;
 use futures::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
@@ -13,7 +12,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use super::buckets::{side_buckets, Bucket, BUCKET_SIDES};
+use super::buckets::{bucket_sessions, BUCKET_SIDES};
 use super::sqlstep::run_script;
 use crate::engine::{self, EngineError};
 use crate::lake::{Lake, LakeError};
@@ -171,31 +170,6 @@ pub async fn build(lake: &Lake, config: &CreditConfig) -> Result<CreditSummary, 
     build_in_buckets(lake, config, BUCKET_SIDES).await
 }
 
-/// One output `view`'s rows over one bucket's sides, in `order` (`None`:
-/// over `ctx` as it is, the credit views already defined there).
-async fn bucket_rows(
-    ctx: &SessionContext,
-    bucket: Option<&Bucket>,
-    config: &CreditConfig,
-    (view, order): (&str, &str),
-) -> Result<SendableRecordBatchStream, CreditError> {
-    let session = match bucket {
-        Some(b) => {
-            let session = b
-                .session(ctx, &["judgments", "trajectories", "turns"], &["questions"])
-                .await?;
-            prepare(&session, config).await?;
-            session
-        }
-        None => ctx.clone(),
-    };
-    let context = match bucket {
-        Some(b) => format!("{SQL_FILE}, {view} over {b}"),
-        None => format!("{SQL_FILE}, {view}"),
-    };
-    Ok(engine::stream_sql(&session, &output_sql(view, order), &context).await?)
-}
-
 /// [`build`], with at most `bucket_sides` judged sides per bucket.
 pub async fn build_in_buckets(
     lake: &Lake,
@@ -219,26 +193,25 @@ pub async fn build_in_buckets(
     // Credit belongs to one side: each bucket of sides is computed in its
     // own session over that bucket's rows, and each output streams into its
     // table bucket after bucket (each is ordered by traj_id first).
-    let buckets = match lake.cluster() {
-        Some(_) => {
-            prepare(&step.ctx, config).await?;
-            vec![None]
-        }
-        None => side_buckets(&step.ctx, bucket_sides)
-            .await?
-            .into_iter()
-            .map(Some)
-            .collect(),
-    };
+    let sessions = bucket_sessions(
+        lake,
+        &step.ctx,
+        bucket_sides,
+        &["judgments", "trajectories", "turns"],
+        &["questions"],
+    )
+    .await?;
+    for (session, _) in &sessions {
+        prepare(session, config).await?;
+    }
     let invalid = Arc::new(AtomicUsize::new(0));
     let mut rows = BTreeMap::new();
     for (table, view, order) in OUTPUTS {
-        let (ctx, config, buckets) = (step.ctx.clone(), config.clone(), buckets.clone());
         let invalid = Arc::clone(&invalid);
-        let per_bucket = futures::stream::iter(buckets)
-            .then(move |bucket| {
-                let (ctx, config) = (ctx.clone(), config.clone());
-                async move { bucket_rows(&ctx, bucket.as_ref(), &config, (view, order)).await }
+        let per_bucket = futures::stream::iter(sessions.clone())
+            .then(move |(session, bucket)| async move {
+                let context = format!("{SQL_FILE}, {view}{bucket}");
+                engine::stream_sql(&session, &output_sql(view, order), &context).await
             })
             .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))
             .try_flatten()
@@ -555,7 +528,9 @@ pub(crate) mod tests {
         )
         .await
         .unwrap();
-        let buckets = side_buckets(&step.ctx, 1).await.unwrap();
+        let buckets = super::super::buckets::side_buckets(&step.ctx, 1)
+            .await
+            .unwrap();
         step.finish().await.unwrap();
         assert_eq!(buckets.len(), 8, "one bucket per judged side");
         let bucketed = build_in_buckets(&lake, &config, 1).await.unwrap();

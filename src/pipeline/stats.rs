@@ -10,7 +10,7 @@ use datafusion::datasource::MemTable;
 use datafusion::prelude::SessionContext;
 use serde::Serialize;
 
-use super::buckets::{side_buckets, BUCKET_SIDES};
+use super::buckets::{bucket_sessions, BUCKET_SIDES};
 use super::reproduction::Reproduction;
 use super::sqlstep::run_script;
 use crate::columns::{f64s, i64s, scalar_i64, strings};
@@ -142,43 +142,29 @@ async fn count_in_buckets(
     lake: &Lake,
     bucket_sides: usize,
 ) -> Result<(), StatsError> {
-    let buckets = match lake.cluster() {
-        Some(_) => vec![None],
-        None => side_buckets(ctx, bucket_sides)
-            .await?
-            .into_iter()
-            .map(Some)
-            .collect(),
-    };
+    let sessions = bucket_sessions(
+        lake,
+        ctx,
+        bucket_sides,
+        &["judgments", "trajectories", "turns", "turn_credit"],
+        &[],
+    )
+    .await?;
     // Each count view's schema (the same in every bucket) and rows.
     let mut counts: Vec<(Option<SchemaRef>, Vec<RecordBatch>)> =
         vec![(None, Vec::new()); COUNTS.len()];
-    for bucket in &buckets {
-        let session = match bucket {
-            Some(b) => {
-                b.session(
-                    ctx,
-                    &["judgments", "trajectories", "turns", "turn_credit"],
-                    &[],
-                )
-                .await?
-            }
-            None => ctx.clone(),
-        };
-        run_script(&session, CELLS_FILE, CELLS_SQL).await?;
+    for (session, bucket) in &sessions {
+        run_script(session, CELLS_FILE, CELLS_SQL).await?;
         for ((view, _), (schema, rows)) in COUNTS.iter().zip(counts.iter_mut()) {
-            let err = EngineError::query(match bucket {
-                Some(b) => format!("{CELLS_FILE}, {view} over {b}"),
-                None => format!("{CELLS_FILE}, {view}"),
-            });
+            let err = EngineError::query(format!("{CELLS_FILE}, {view}{bucket}"));
             let frame = session.table(*view).await.map_err(&err)?;
-            *schema = Some(Arc::new(frame.schema().as_arrow().clone()));
+            schema.get_or_insert_with(|| Arc::new(frame.schema().as_arrow().clone()));
             rows.extend(frame.collect().await.map_err(&err)?);
         }
     }
     for ((_, table), (schema, rows)) in COUNTS.iter().zip(counts) {
         let err = EngineError::query(format!("{CELLS_FILE}, collecting {table}"));
-        let schema = schema.expect("side_buckets gives one bucket at least");
+        let schema = schema.expect("bucket_sessions gives one bucket at least");
         let counts = MemTable::try_new(schema, vec![rows]).map_err(&err)?;
         ctx.register_table(*table, Arc::new(counts)).map_err(&err)?;
     }
