@@ -1,7 +1,9 @@
 //! Hugging Face `tokenizer.json` files, through the `tokenizers` crate.
 
+use tokenizers::models::ModelWrapper;
 use tokenizers::Tokenizer;
 
+use super::byte_level::ByteLevelBpe;
 use super::{Encoded, TextEncoder};
 
 pub struct HfEncoder {
@@ -10,6 +12,8 @@ pub struct HfEncoder {
     /// Encodes text as a trainer does: special-token text becomes the special token.
     parsed: Tokenizer,
     special_ids: std::collections::HashSet<u32>,
+    /// Encodes pieces without the pipeline's bookkeeping, for byte-level BPE.
+    byte_level: Option<ByteLevelBpe>,
 }
 
 impl HfEncoder {
@@ -35,6 +39,7 @@ impl HfEncoder {
             .map(|(id, _)| id)
             .collect();
         HfEncoder {
+            byte_level: ByteLevelBpe::recognize(&parsed),
             text,
             parsed,
             special_ids,
@@ -88,5 +93,14 @@ impl TextEncoder for HfEncoder {
             ids: enc.get_ids().to_vec(),
             offsets: enc.get_offsets().to_vec(),
         })
+    }
+
+    fn encode_piece(&self, piece: &str) -> Result<Encoded, String> {
+        if let (Some(fast), ModelWrapper::BPE(bpe)) = (&self.byte_level, self.parsed.get_model()) {
+            if let Some(encoded) = fast.encode(bpe, piece) {
+                return encoded;
+            }
+        }
+        self.encode_with_offsets(piece)
     }
 }

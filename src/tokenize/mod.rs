@@ -9,6 +9,7 @@
 //! `segments` encodes each message's content on its own as plain text (a
 //! `<|im_end|>` inside a heredoc stays text), as turn-wise trainers do.
 
+pub mod byte_level;
 pub mod hf;
 pub mod pieces;
 pub mod template;
@@ -28,6 +29,11 @@ pub trait TextEncoder: Send + Sync {
     /// special tokens (as a trainer's tokenizer does), and each token's byte
     /// range in `text`.
     fn encode_with_offsets(&self, text: &str) -> Result<Encoded, String>;
+    /// `encode_with_offsets` of text that holds none of the `cut_tokens`
+    /// (a piece of a rendered row), which an encoder may do more cheaply.
+    fn encode_piece(&self, piece: &str) -> Result<Encoded, String> {
+        self.encode_with_offsets(piece)
+    }
     /// Whether `id` is one of the tokenizer's special tokens.
     fn is_special(&self, id: u32) -> bool;
     /// One more than the largest id it can produce (a model's vocabulary size).

@@ -80,7 +80,7 @@ pub fn encode_all(enc: &dyn TextEncoder, texts: &[&str]) -> Vec<Result<Encoded, 
     distinct.dedup();
     let encoded: HashMap<&str, Result<Encoded, String>> = distinct
         .into_par_iter()
-        .map(|p| (p, enc.encode_with_offsets(p)))
+        .map(|p| (p, enc.encode_piece(p)))
         .collect();
     pieces
         .par_iter()

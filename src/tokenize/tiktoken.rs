@@ -181,6 +181,12 @@ impl TextEncoder for TiktokenEncoder {
         Ok(out)
     }
 
+    fn encode_piece(&self, piece: &str) -> Result<Encoded, String> {
+        let mut out = Encoded::default();
+        self.encode_plain(piece, 0, &mut out)?;
+        Ok(out)
+    }
+
     fn decode(&self, ids: &[u32]) -> Result<String, String> {
         let mut bytes = Vec::new();
         for id in ids {
