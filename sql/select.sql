@@ -139,7 +139,7 @@ SELECT r.row_id, r.instance_id, md5(CAST(p.finish_seed AS VARCHAR) || r.row_id) 
 FROM select_params p CROSS JOIN gated_rows r
 WHERE r.mix = 'finish_mini' AND r.n_train > 0;
 
-CREATE VIEW finish_kept AS
+CREATE TABLE finish_kept AS
 SELECT f.row_id
 FROM (SELECT k.h
       FROM select_params p
@@ -148,9 +148,13 @@ FROM (SELECT k.h
       WHERE k.rk <= p.finish_cap) kept
 JOIN finish_hashed f ON f.h = kept.h;
 
+-- The products: every gated row with a train turn, and of finish_mini's only those kept.
+-- The kept rows are a table, so the join builds on them (a filter `mix <> ... OR row_id IN
+-- (...)` built a join on every gated row: 0.36 GB at 4x the reference corpus).
 CREATE TABLE products AS
-SELECT * FROM gated_rows
-WHERE n_train > 0 AND (mix <> 'finish_mini' OR row_id IN (SELECT row_id FROM finish_kept));
+SELECT * FROM gated_rows WHERE n_train > 0 AND mix <> 'finish_mini'
+UNION ALL
+SELECT r.* FROM finish_kept k JOIN gated_rows r ON r.row_id = k.row_id;
 
 CREATE VIEW demotions AS
 SELECT g.mix, g.row_id, g.traj_id, g.t, g.demoted AS reason, r.n_train = 0 AS row_dropped

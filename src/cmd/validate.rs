@@ -277,7 +277,10 @@ pub async fn validate_table(lake: &Lake, args: &ValidateArgs) -> anyhow::Result<
     let kept = {
         use datafusion::prelude::{col, lit};
         let dropped_ids = dropped.iter().map(|r| lit(r.as_str())).collect();
-        ctx.table(args.table.as_str())
+        // The sort spills past the streams' budget: its memory does not grow with the mix.
+        let bounded = engine::bounded_session(lake, sft::stream_memory(), 4096).await?;
+        bounded
+            .table(args.table.as_str())
             .await?
             .filter(col("row_id").in_list(dropped_ids, true))?
             .sort(vec![col("row_id").sort(true, false)])?

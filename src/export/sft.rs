@@ -90,7 +90,7 @@ const CHUNK_ROWS: usize = 256;
 /// it (beyond it the sort by row_id spills to the temporary folder; the
 /// train-turn query stays far below), and the chunks in flight between the
 /// reader and its consumer half.
-fn stream_memory() -> usize {
+pub(crate) fn stream_memory() -> usize {
     std::env::var("TURNLAKE_STREAM_MEMORY")
         .ok()
         .and_then(|v| v.parse::<usize>().ok())
