@@ -7,7 +7,6 @@ use std::process::ExitCode;
 /// process as a Unix tool does: the error chain printed once, secrets
 /// redacted, SIGPIPE when our reader went away.
 pub fn main(command: fn() -> anyhow::Result<ExitCode>) -> ExitCode {
-    limit_malloc_arenas();
     // SIGPIPE stays ignored (Rust's default): a socket whose peer went away
     // (S3, a cluster's gRPC: hyper writes with writev, which raises SIGPIPE)
     // must be an error to handle, not a silent death. When the reader of our
@@ -44,22 +43,6 @@ pub fn main(command: fn() -> anyhow::Result<ExitCode>) -> ExitCode {
             }
             ExitCode::FAILURE
         }
-    }
-}
-
-/// One glibc malloc arena per core, set before any thread starts (unless
-/// `MALLOC_ARENA_MAX` says otherwise). With glibc's default of eight per
-/// core, each tokio and rayon thread keeps freed memory in a heap of its own:
-/// at 4x the reference corpus `export sft` held 385 MB resident for a live
-/// heap under 200 MB. One arena per core: 309 MB, in the same time; a single
-/// arena made `validate` a third slower.
-fn limit_malloc_arenas() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let arenas = libc::c_int::try_from(cores).unwrap_or(libc::c_int::MAX);
-        // SAFETY: a malloc setting, changed while this is the only thread.
-        unsafe { libc::mallopt(libc::M_ARENA_MAX, arenas) };
     }
 }
 

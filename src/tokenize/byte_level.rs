@@ -58,7 +58,7 @@ fn settings<T: serde::Serialize>(part: Option<&T>) -> Option<Value> {
 impl ByteLevelBpe {
     /// The fast path for `tokenizer`, when it is of the one shape this
     /// reproduces exactly: no normalizer or post-processor, a BPE model
-    /// without dropout, and a `ByteLevel` pre-tokenizer (with its own regex,
+    /// without dropout or subword affixes, and a `ByteLevel` pre-tokenizer (with its own regex,
     /// or after one isolating `Split`), adding no prefix space.
     pub fn recognize(tokenizer: &Tokenizer) -> Option<ByteLevelBpe> {
         if tokenizer.get_normalizer().is_some()
@@ -71,8 +71,12 @@ impl ByteLevelBpe {
         let ModelWrapper::BPE(bpe) = tokenizer.get_model() else {
             return None;
         };
-        let model = serde_json::to_value(bpe).ok()?;
-        if !model["dropout"].is_null() {
+        // Dropout merges at random; a subword prefix or suffix counts in the
+        // lengths of byte-fallback tokens, whose offsets then leave the pre-token.
+        if bpe.dropout.is_some()
+            || bpe.continuing_subword_prefix.is_some()
+            || bpe.end_of_word_suffix.is_some()
+        {
             return None;
         }
         let pre = settings(tokenizer.get_pre_tokenizer())?;
@@ -82,6 +86,9 @@ impl ByteLevelBpe {
         let pattern = if byte_level(&pre, true) {
             GPT2_PATTERN.to_string()
         } else {
+            if pre["type"] != "Sequence" {
+                return None;
+            }
             let steps = pre["pretokenizers"].as_array().filter(|s| s.len() == 2)?;
             let split = &steps[0];
             if !(split["type"] == "Split"
@@ -259,5 +266,12 @@ mod tests {
         json["normalizer"] = serde_json::json!({"type": "NFC"});
         let normalized = Tokenizer::from_bytes(serde_json::to_vec(&json).unwrap()).unwrap();
         assert!(ByteLevelBpe::recognize(&normalized).is_none());
+        let mut affixed = Tokenizer::from_bytes(DEFAULT_TOKENIZER).unwrap();
+        let ModelWrapper::BPE(mut bpe) = affixed.get_model().clone() else {
+            panic!("BPE");
+        };
+        bpe.end_of_word_suffix = Some("</w>".into());
+        affixed.with_model(bpe);
+        assert!(ByteLevelBpe::recognize(&affixed).is_none());
     }
 }
