@@ -50,16 +50,12 @@ fn byte_chars() -> Vec<String> {
         .collect()
 }
 
-/// A component of `tokenizer` as JSON, to read its settings by name.
-fn settings<T: serde::Serialize>(part: Option<&T>) -> Option<Value> {
-    part.map(|p| serde_json::to_value(p).unwrap_or(Value::Null))
-}
-
 impl ByteLevelBpe {
     /// The fast path for `tokenizer`, when it is of the one shape this
     /// reproduces exactly: no normalizer or post-processor, a BPE model
-    /// without dropout or subword affixes, and a `ByteLevel` pre-tokenizer (with its own regex,
-    /// or after one isolating `Split`), adding no prefix space.
+    /// without dropout or subword affixes, and a `ByteLevel` pre-tokenizer
+    /// (with its own regex, or after one isolating `Split`), adding no prefix
+    /// space.
     pub fn recognize(tokenizer: &Tokenizer) -> Option<ByteLevelBpe> {
         if tokenizer.get_normalizer().is_some()
             || tokenizer.get_post_processor().is_some()
@@ -79,7 +75,8 @@ impl ByteLevelBpe {
         {
             return None;
         }
-        let pre = settings(tokenizer.get_pre_tokenizer())?;
+        // The pre-tokenizer as JSON, to read its settings by name.
+        let pre = serde_json::to_value(tokenizer.get_pre_tokenizer()?).ok()?;
         let byte_level = |v: &Value, regex: bool| {
             v["type"] == "ByteLevel" && v["add_prefix_space"] == false && v["use_regex"] == regex
         };
