@@ -24,6 +24,14 @@
 //! | `economy_limit(question)` | the limit an economy question sets, or null |
 //! | `question_kinds(question)` | the command kinds a checklist question is about |
 //! | `question_targets(question)` | the paths, symbols and commands a question quotes |
+//!
+//! Two more serve the selection (`sql/select.sql`, `sql/select_runs.sql`),
+//! which runs in several sessions and keeps one copy of each rule:
+//!
+//! | UDF | returns |
+//! |---|---|
+//! | `format_gate(n_bash_blocks, think_unclosed, repeats_in_row)` | why the format gate demotes a train turn, or null |
+//! | `hash_part(text, parts)` | which of `parts` parts `text` falls in (a fixed hash of its bytes) |
 
 use arrow::array::{
     Array, ArrayRef, AsArray, BooleanArray, Float64Array, Int32Array, Int32Builder, Int64Array,
@@ -261,6 +269,144 @@ fn question_targets(a: &[&StringArray]) -> ArrayRef {
     string_lists(a[0], turn::checklist::question_targets)
 }
 
+/// A UDF over typed arguments: a name, its signature, return type and a
+/// kernel over the arguments as arrays of the row count.
+#[derive(Debug)]
+struct TypedUdf {
+    name: &'static str,
+    returns: DataType,
+    kernel: fn(&[ArrayRef]) -> Result<ArrayRef>,
+    signature: Signature,
+}
+
+impl PartialEq for TypedUdf {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+impl Eq for TypedUdf {}
+impl Hash for TypedUdf {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.name.hash(state)
+    }
+}
+
+impl ScalarUDFImpl for TypedUdf {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+    fn return_type(&self, _: &[DataType]) -> Result<DataType> {
+        Ok(self.returns.clone())
+    }
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let arrays = args
+            .args
+            .iter()
+            .map(|a| a.to_array(args.number_rows))
+            .collect::<Result<Vec<ArrayRef>>>()?;
+        Ok(ColumnarValue::Array((self.kernel)(&arrays)?))
+    }
+}
+
+fn format_gate(a: &[ArrayRef]) -> Result<ArrayRef> {
+    let blocks = cast(&a[0], &DataType::Int64)?;
+    let (blocks, think, repeats) = (
+        blocks.as_primitive::<arrow::datatypes::Int64Type>(),
+        a[1].as_boolean(),
+        a[2].as_boolean(),
+    );
+    let flag = |f: &BooleanArray, i: usize| f.is_valid(i) && f.value(i);
+    Ok(Arc::new(
+        (0..blocks.len())
+            .map(|i| {
+                crate::pipeline::select::gate_reason(
+                    blocks.is_valid(i).then(|| blocks.value(i)),
+                    flag(think, i),
+                    flag(repeats, i),
+                )
+            })
+            .collect::<StringArray>(),
+    ))
+}
+
+fn hash_part(a: &[ArrayRef]) -> Result<ArrayRef> {
+    let text = cast(&a[0], &DataType::Utf8)?;
+    let parts = cast(&a[1], &DataType::Int64)?;
+    let (text, parts) = (
+        text.as_string::<i32>(),
+        parts.as_primitive::<arrow::datatypes::Int64Type>(),
+    );
+    Ok(Arc::new(
+        (0..text.len())
+            .map(|i| {
+                let n = parts
+                    .is_valid(i)
+                    .then(|| parts.value(i))
+                    .filter(|n| *n > 0)?;
+                let h = text
+                    .is_valid(i)
+                    .then(|| word_hash(text.value(i).as_bytes()))?;
+                Some((h % n as u64) as i64)
+            })
+            .collect::<Int64Array>(),
+    ))
+}
+
+/// A 64-bit hash of `bytes`, eight at a time, with murmur3's finalizer:
+/// fixed across builds and platforms, so a text's part never depends on
+/// the machine, and fast enough to run on every turn of the lake.
+fn word_hash(bytes: &[u8]) -> u64 {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut chunks = bytes.chunks_exact(8);
+    let mut h = (bytes.len() as u64).wrapping_mul(K);
+    for c in &mut chunks {
+        let w = u64::from_le_bytes(c.try_into().expect("eight bytes"));
+        h = (h ^ w).wrapping_mul(K).rotate_left(29);
+    }
+    let tail = chunks
+        .remainder()
+        .iter()
+        .rev()
+        .fold(0u64, |w, b| (w << 8) | u64::from(*b));
+    h = (h ^ tail).wrapping_mul(K);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ (h >> 33)
+}
+
+fn selection_udfs() -> Vec<ScalarUDF> {
+    let text = [DataType::Utf8, DataType::LargeUtf8, DataType::Utf8View];
+    let gate = TypedUdf {
+        name: "format_gate",
+        returns: DataType::Utf8,
+        kernel: format_gate,
+        signature: Signature::one_of(
+            [DataType::Int32, DataType::Int64]
+                .into_iter()
+                .map(|n| TypeSignature::Exact(vec![n, DataType::Boolean, DataType::Boolean]))
+                .collect(),
+            Volatility::Immutable,
+        ),
+    };
+    let part = TypedUdf {
+        name: "hash_part",
+        returns: DataType::Int64,
+        kernel: hash_part,
+        signature: Signature::one_of(
+            text.into_iter()
+                .map(|t| TypeSignature::Exact(vec![t, DataType::Int64]))
+                .collect(),
+            Volatility::Immutable,
+        ),
+    };
+    vec![ScalarUDF::from(gate), ScalarUDF::from(part)]
+}
+
 /// Every turnlake UDF.
 pub fn all() -> Vec<ScalarUDF> {
     let list = DataType::List(Arc::new(Field::new("item", DataType::Int32, true)));
@@ -296,6 +442,7 @@ pub fn all() -> Vec<ScalarUDF> {
     ]
     .into_iter()
     .map(ScalarUDF::from)
+    .chain(selection_udfs())
     .collect()
 }
 
@@ -342,5 +489,72 @@ mod tests {
         );
         assert!(b.column(4).as_boolean().value(0));
         assert!(b.column(4).is_valid(0));
+    }
+
+    #[tokio::test]
+    async fn hash_part_spreads_texts_over_every_part_and_the_gate_demotes_in_sql() {
+        let ctx = SessionContext::new();
+        register_all(&ctx);
+        let parts = |sql: &str| {
+            let ctx = ctx.clone();
+            let sql = sql.to_string();
+            async move {
+                let batches = ctx.sql(&sql).await.unwrap().collect().await.unwrap();
+                batches
+                    .iter()
+                    .flat_map(|b| {
+                        let c = b.column(0).as_primitive::<arrow::datatypes::Int64Type>();
+                        (0..c.len())
+                            .map(|i| c.is_valid(i).then(|| c.value(i)))
+                            .collect::<Vec<_>>()
+                    })
+                    .collect::<Vec<_>>()
+            }
+        };
+        let texts =
+            "SELECT hash_part('mini_coder/acme__widget.' || CAST(value AS VARCHAR) || '/run', 4) \
+                     FROM generate_series(1, 2000) ORDER BY value";
+        let first = parts(texts).await;
+        assert_eq!(first, parts(texts).await, "a text's part never changes");
+        let mut per_part = [0usize; 4];
+        for p in first.iter().map(|p| p.expect("a part")) {
+            per_part[usize::try_from(p).expect("non-negative")] += 1;
+        }
+        assert!(
+            per_part.iter().all(|n| (350..650).contains(n)),
+            "{per_part:?}"
+        );
+        // A null text, or no parts, has no part.
+        assert_eq!(
+            parts("SELECT hash_part(CAST(NULL AS VARCHAR), 4)").await,
+            vec![None]
+        );
+        assert_eq!(parts("SELECT hash_part('x', 0)").await, vec![None]);
+
+        let gate = ctx
+            .sql("SELECT format_gate(n, think, rep) FROM (VALUES (1, false, false), (2, false, false), (1, true, false), (1, false, true)) AS v(n, think, rep)")
+            .await
+            .unwrap()
+            .collect()
+            .await
+            .unwrap();
+        let reasons: Vec<Option<String>> = gate
+            .iter()
+            .flat_map(|b| {
+                let c = b.column(0).as_string::<i32>();
+                (0..c.len())
+                    .map(|i| c.is_valid(i).then(|| c.value(i).to_string()))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        assert_eq!(
+            reasons,
+            vec![
+                None,
+                Some("not exactly one bash block".into()),
+                Some("unclosed <think>".into()),
+                Some("repeats another train turn's command".into()),
+            ]
+        );
     }
 }

@@ -293,7 +293,7 @@ pub async fn run(lake_arg: &LakeArg, args: BuildArgs) -> anyhow::Result<ExitCode
         &recorded(&lake, "sft_credit").await?,
         &inputs,
         &params,
-        Some(select::SQL),
+        Some(select::STEP_SQL),
     ) {
         step(
             "select",

@@ -41,6 +41,7 @@ async fn register_step(
     ctx: &datafusion::prelude::SessionContext,
     file: &std::path::Path,
     config: Option<&PathBuf>,
+    on_cluster: bool,
 ) -> anyhow::Result<()> {
     let step = file.file_stem().and_then(|s| s.to_str()).unwrap_or("");
     match step {
@@ -53,8 +54,19 @@ async fn register_step(
             crate::pipeline::credit::register_config(ctx, &c)?;
         }
         "select" => {
+            // What the file reads of the sides and runs, built as the step builds it.
+            let c = super::select::load_config(config)?;
+            let sizes = crate::pipeline::select_parts::PartSizes::default();
+            let select = crate::pipeline::select::prepare_parts(ctx, &c, sizes, on_cluster);
+            select.await?;
+        }
+        "select_runs" | "select_runs_input" | "select_sides" => {
             let c = super::select::load_config(config)?;
             crate::pipeline::select::register_config(ctx, &c)?;
+            if step == "select_runs" {
+                use crate::pipeline::select_parts::{INPUT_SQL, INPUT_SQL_FILE};
+                crate::pipeline::sqlstep::run_script(ctx, INPUT_SQL_FILE, INPUT_SQL).await?;
+            }
         }
         "mix" => {
             let c = super::select::load_config(config)?;
@@ -99,7 +111,7 @@ pub async fn run(lake: &LakeArg, args: SqlArgs) -> anyhow::Result<ExitCode> {
     let lake = lake.open().await?;
     let ctx = engine::session(&lake).await?;
     if let Some(file) = &args.file {
-        register_step(&ctx, file, args.config.as_ref()).await?;
+        register_step(&ctx, file, args.config.as_ref(), lake.cluster().is_some()).await?;
     }
     let mut stmts = statements(&text);
     if let (Some(q), Some(_)) = (&args.query, &args.file) {

@@ -4,8 +4,9 @@
 //! sorts hold one bucket, not the lake, and its memory stays flat as the lake
 //! grows.
 //!
-//! A bucket is a contiguous `traj_id` range. Outputs ordered by `traj_id`
-//! first are therefore in order when the buckets' outputs follow one another.
+//! A bucket is a contiguous `traj_id` range of whole eval runs (an Albedo
+//! `traj_id` starts with its eval run). Outputs ordered by `traj_id` first
+//! are therefore in order when the buckets' outputs follow one another.
 //! Tables keyed by eval run (questions) are filtered to the range of eval
 //! runs a bucket's judgments name: an Albedo `traj_id` starts with its eval
 //! run, so that range is a bucket's own runs (were it not, a bucket would
@@ -50,27 +51,34 @@ pub async fn bucket_sessions(
     Ok(sessions)
 }
 
-/// Buckets of at most `sides` judged sides each, covering every `traj_id`.
+/// Buckets of whole eval runs, at most `sides` judged sides each where an
+/// eval run is smaller, covering every `traj_id`. A bucket never splits an
+/// eval run, so never a sample: the selection keeps one side per sample.
 pub async fn side_buckets(ctx: &SessionContext, sides: usize) -> Result<Vec<Bucket>, EngineError> {
     let err = EngineError::query("bucketing the judged sides");
-    // Every `sides`-th judged side in traj_id order starts a bucket.
-    let starts = ctx
-        .sql("SELECT traj_id, row_number() OVER (ORDER BY traj_id) AS n FROM trajectories WHERE judged")
+    // Each eval run's first traj_id, in order, with its judged sides.
+    let runs = ctx
+        .sql("SELECT min(traj_id) AS first, count(*) AS sides FROM trajectories WHERE judged GROUP BY eval_run_id")
         .await
         .map_err(&err)?
-        .filter(((col("n") - lit(1u64)) % lit(sides.max(1) as u64)).eq(lit(0u64)))
-        .map_err(&err)?
-        .select(vec![col("traj_id")])
-        .map_err(&err)?
-        .sort(vec![col("traj_id").sort(true, false)])
+        .sort(vec![col("first").sort(true, false)])
         .map_err(&err)?
         .collect()
         .await
         .map_err(&err)?;
-    let starts = crate::columns::strings(&starts, "traj_id");
-    // The first bucket is unbounded below, the last above.
+    let firsts = crate::columns::strings(&runs, "first");
+    let counts = crate::columns::i64s(&runs, "sides");
+    // An eval run starts a bucket when the bucket so far would pass `sides`.
     let mut bounds: Vec<Option<String>> = vec![None];
-    bounds.extend(starts.into_iter().skip(1));
+    let mut filled = 0usize;
+    for (first, n) in firsts.into_iter().zip(counts) {
+        let n = n.unwrap_or(0).max(0) as usize;
+        if filled > 0 && filled + n > sides.max(1) {
+            bounds.push(first);
+            filled = 0;
+        }
+        filled += n;
+    }
     bounds.push(None);
     Ok(bounds
         .windows(2)
@@ -141,24 +149,35 @@ impl Bucket {
         by_side: &[&str],
         by_run: &[&str],
     ) -> Result<SessionContext, EngineError> {
-        let err = EngineError::query("opening a bucket's session");
-        let bucket = crate::engine::sub_session(ctx);
         let runs = match by_run.is_empty() {
             true => None,
             false => Some(Self::eval_run_ids(&self.eval_runs(ctx).await?)),
         };
-        let tables = by_side
+        let tables: Vec<(&str, Option<Expr>)> = by_side
             .iter()
             .map(|t| (*t, self.traj_ids()))
-            .chain(by_run.iter().map(|t| (*t, runs.clone())));
-        for (name, filter) in tables {
-            let rows = only(ctx.table(name).await.map_err(&err)?, filter)?;
-            bucket
-                .register_table(name, rows.into_view())
-                .map_err(&err)?;
-        }
-        Ok(bucket)
+            .chain(by_run.iter().map(|t| (*t, runs.clone())))
+            .collect();
+        restricted_session(ctx, &tables).await
     }
+}
+
+/// A session on `ctx`'s runtime and settings with the named tables of
+/// `ctx` (and no other), each holding only the rows that pass its filter
+/// (all of them for `None`).
+pub async fn restricted_session(
+    ctx: &SessionContext,
+    tables: &[(&str, Option<Expr>)],
+) -> Result<SessionContext, EngineError> {
+    let err = EngineError::query("opening a session over part of the lake");
+    let session = crate::engine::sub_session(ctx);
+    for (name, filter) in tables {
+        let rows = only(ctx.table(*name).await.map_err(&err)?, filter.clone())?;
+        session
+            .register_table(*name, rows.into_view())
+            .map_err(&err)?;
+    }
+    Ok(session)
 }
 
 /// `frame`'s rows that pass `filter` (all of them for `None`).

@@ -7,6 +7,7 @@ pub mod ingest;
 pub mod mix;
 pub mod reproduction;
 pub mod select;
+pub mod select_parts;
 pub mod show;
 pub mod sqlstep;
 pub mod stats;

@@ -1,6 +1,8 @@
 //! The selection step: `sql/select.sql` builds the four products and the
 //! format gate's demotions from the lake, with thresholds from the select
-//! config (`data/select.toml`).
+//! config (`data/select.toml`). Its mini-coder products come from
+//! `sql/select_sides.sql` per bucket of eval runs and `sql/select_runs.sql`
+//! per part of the mini-coder runs ([`super::select_parts`]).
 
 use arrow::array::{ArrayRef, Float64Array, Int64Array};
 use arrow::record_batch::RecordBatch;
@@ -12,13 +14,23 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::reproduction::{Reproduction, Unit};
+use super::select_parts::{self, PartSizes};
 use super::sqlstep::run_script;
-use crate::columns::{f64s, i64s, scalar_i64, strings};
+use crate::columns::{f64s, i64s, strings};
 use crate::engine::{self, EngineError};
 use crate::lake::{Lake, LakeError};
 
 pub const SQL_FILE: &str = "sql/select.sql";
 pub const SQL: &str = include_str!("../../sql/select.sql");
+/// Every SQL file the step runs, as its provenance records them (a change
+/// to any of them makes `build` select again).
+pub const STEP_SQL: &str = concat!(
+    include_str!("../../sql/select_sides.sql"),
+    include_str!("../../sql/select_runs_input.sql"),
+    include_str!("../../sql/select_runs.sql"),
+    include_str!("../../sql/finish_keep.sql"),
+    include_str!("../../sql/select.sql"),
+);
 pub const DEFAULT_CONFIG: &str = include_str!("../../data/select.toml");
 /// Product mixes and the tables that hold them.
 pub const PRODUCTS: [(&str, &str); 4] = [
@@ -105,6 +117,8 @@ pub enum SelectError {
     Step(#[from] super::step::StepError),
     #[error("registering the select config")]
     Config(#[source] datafusion::error::DataFusionError),
+    #[error("creating a scratch folder for the mini-coder runs' parts")]
+    Scratch(#[source] std::io::Error),
 }
 
 /// What a selection built: rows per product, and where every candidate turn went.
@@ -142,6 +156,27 @@ fn params_batch(c: &SelectConfig) -> Result<RecordBatch, arrow::error::ArrowErro
     ])
 }
 
+/// The format gate: why a train turn is demoted (not exactly one bash block,
+/// an unclosed `<think>`, a command that repeats another train turn's
+/// command in the same row), or `None` when it trains. The SQL calls it as
+/// `format_gate`; an unknown block count demotes nothing, as SQL's
+/// `n_bash_blocks <> 1` on a null would not.
+pub fn gate_reason(
+    n_bash_blocks: Option<i64>,
+    think_unclosed: bool,
+    repeats_in_row: bool,
+) -> Option<&'static str> {
+    if n_bash_blocks.is_some_and(|n| n != 1) {
+        Some("not exactly one bash block")
+    } else if think_unclosed {
+        Some("unclosed <think>")
+    } else if repeats_in_row {
+        Some("repeats another train turn's command")
+    } else {
+        None
+    }
+}
+
 /// Register the config as the `select_params` table the SQL reads.
 pub fn register_config(ctx: &SessionContext, config: &SelectConfig) -> Result<(), SelectError> {
     let batch = params_batch(config).map_err(|e| SelectError::Config(e.into()))?;
@@ -153,11 +188,17 @@ pub fn register_config(ctx: &SessionContext, config: &SelectConfig) -> Result<()
     Ok(())
 }
 
-/// Register the config and run the selection SQL in `ctx`.
-pub async fn prepare(ctx: &SessionContext, config: &SelectConfig) -> Result<(), SelectError> {
+/// Register the config and build what `sql/select.sql` reads of the Albedo
+/// sides and the mini-coder runs, in parts of `sizes`.
+pub async fn prepare_parts(
+    ctx: &SessionContext,
+    config: &SelectConfig,
+    sizes: PartSizes,
+    on_cluster: bool,
+) -> Result<(), SelectError> {
     register_config(ctx, config)?;
-    run_script(ctx, SQL_FILE, SQL).await?;
-    Ok(())
+    select_parts::prepare_sides(ctx, config, sizes.bucket_sides, on_cluster).await?;
+    select_parts::prepare_runs(ctx, config, sizes.part_runs, on_cluster).await
 }
 
 /// (key, count) pairs of a two-column result.
@@ -283,6 +324,16 @@ fn reproduction(s: &SelectSummary, figures: &[RecordBatch]) -> Reproduction {
 
 /// Build the products in `lake`.
 pub async fn build(lake: &Lake, config: &SelectConfig) -> Result<SelectSummary, SelectError> {
+    build_in_parts(lake, config, PartSizes::default()).await
+}
+
+/// [`build`], with the Albedo sides and the mini-coder runs in parts of
+/// `sizes` (the products do not depend on them).
+pub async fn build_in_parts(
+    lake: &Lake,
+    config: &SelectConfig,
+    sizes: PartSizes,
+) -> Result<SelectSummary, SelectError> {
     let step = super::step::Step::begin(
         lake,
         "select",
@@ -293,11 +344,11 @@ pub async fn build(lake: &Lake, config: &SelectConfig) -> Result<SelectSummary, 
             ("turn_credit", "run `turnlake credit` first"),
         ],
         recorded_params(config),
-        (SQL_FILE, SQL),
+        (SQL_FILE, STEP_SQL),
     )
     .await?;
-    register_config(&step.ctx, config)?;
-    step.run_sql().await?;
+    prepare_parts(&step.ctx, config, sizes, lake.cluster().is_some()).await?;
+    run_script(&step.ctx, SQL_FILE, SQL).await?;
     let ctx = step.ctx.clone();
     let q = |sql: String, what: &'static str| {
         let ctx = ctx.clone();
@@ -322,7 +373,11 @@ pub async fn build(lake: &Lake, config: &SelectConfig) -> Result<SelectSummary, 
         "gated_rows",
     )
     .await?;
-    let mined = counts(&rows, "mix", "mined");
+    let mut mined = counts(&rows, "mix", "mined");
+    // finish_mini's rows that train but are not kept never reached gated_rows.
+    let runs = q("SELECT * FROM runs_tally".into(), "runs_tally").await?;
+    let tally = |name: &str| i64s(&runs, name).first().copied().flatten().unwrap_or(0);
+    mined.insert("finish_mini".into(), tally("finish_passing"));
     let kept_batches = q(
         "SELECT mix, count(*) AS n, sum(n_train) AS train FROM products GROUP BY mix".into(),
         "products",
@@ -366,10 +421,34 @@ pub async fn build(lake: &Lake, config: &SelectConfig) -> Result<SelectSummary, 
         .copied()
         .flatten()
         .unwrap_or(0.0);
-    summary.finish_instances = scalar_i64(
-        &q("SELECT count(DISTINCT instance_id) AS n FROM gated_rows WHERE mix = 'finish_mini' AND n_train > 0".into(), "gated_rows").await?,
-    );
+    summary.finish_instances = tally("finish_instances");
     let figures = q("SELECT * FROM select_figures".into(), "select_figures").await?;
     summary.reproduction = reproduction(&summary, &figures);
     Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::gate_reason;
+
+    #[test]
+    fn the_format_gate_names_the_first_rule_a_turn_breaks() {
+        assert_eq!(gate_reason(Some(1), false, false), None);
+        assert_eq!(
+            gate_reason(Some(2), true, true),
+            Some("not exactly one bash block")
+        );
+        assert_eq!(
+            gate_reason(Some(0), false, false),
+            Some("not exactly one bash block")
+        );
+        assert_eq!(gate_reason(Some(1), true, true), Some("unclosed <think>"));
+        assert_eq!(
+            gate_reason(Some(1), false, true),
+            Some("repeats another train turn's command")
+        );
+        // As SQL's `n_bash_blocks <> 1` on a null: no verdict on the blocks.
+        assert_eq!(gate_reason(None, false, false), None);
+        assert_eq!(gate_reason(None, true, false), Some("unclosed <think>"));
+    }
 }

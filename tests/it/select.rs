@@ -514,3 +514,103 @@ fn show_lays_out_a_side_turn_by_turn_with_credit_and_products() {
         stderr(&o)
     );
 }
+
+/// The selection in many parts (a bucket per eval run of Albedo sides, a
+/// part per few mini-coder runs, a finish_mini cap that binds across the
+/// parts) gives the products, demotions and summary of the selection in one.
+#[test]
+fn selection_in_parts_equals_the_selection_in_one() {
+    use turnlake::pipeline::{select, select_parts::PartSizes};
+    let tmp = tempfile::tempdir().unwrap();
+    let corpus = tmp.path().join("corpus");
+    synth_corpus(&corpus, 9, (3, 30, 300, 0), None);
+    let one = tmp.path().join("one");
+    for (kind, dir) in [("albedo", "albedo"), ("mini-coder", "mini-coder")] {
+        ok(run(
+            &one,
+            &["ingest", kind, corpus.join(dir).to_str().unwrap()],
+        ));
+    }
+    ok(run(&one, &["credit"]));
+    let parted = tmp.path().join("parted");
+    copy_dir(&one, &parted);
+    let default =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("data/select.toml"))
+            .unwrap();
+    let text = default.replace("cap = 16000", "cap = 9");
+    assert_ne!(text, default, "data/select.toml sets the finish_mini cap");
+    let cfg = tmp.path().join("select.toml");
+    std::fs::write(&cfg, &text).unwrap();
+
+    let o = ok(run(
+        &one,
+        &[
+            "select",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--format",
+            "json",
+        ],
+    ));
+    let whole: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let config = select::SelectConfig::from_toml(&text).unwrap();
+    let sizes = PartSizes {
+        bucket_sides: 1,
+        part_runs: 20,
+    };
+    let summary = tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let lake = turnlake::lake::Lake::open(parted.to_str().unwrap()).unwrap();
+        select::build_in_parts(&lake, &config, sizes).await.unwrap()
+    });
+    // Figures agree to the last digits printed (a difference of two
+    // percentages may differ in its last bit).
+    assert_eq!(
+        rounded(turnlake::cmd::select::summary_json(&summary)),
+        rounded(whole)
+    );
+
+    // It was many parts, and the cap bound.
+    let runs: usize = scalar(
+        &one,
+        "SELECT count(*) FROM trajectories WHERE source = 'mini_coder' AND verified",
+    )
+    .parse()
+    .unwrap();
+    assert!(runs > 3 * sizes.part_runs, "{runs} verified runs");
+    assert_eq!(
+        scalar(
+            &one,
+            "SELECT count(DISTINCT eval_run_id) FROM trajectories WHERE judged"
+        ),
+        "3"
+    );
+    assert_eq!(scalar(&one, "SELECT count(*) FROM finish_mini"), "9");
+    let tables: Vec<String> = [
+        "sft_credit",
+        "escape_duel",
+        "escape_mini",
+        "finish_mini",
+        "gate_demotions",
+    ]
+    .map(String::from)
+    .to_vec();
+    let whole_rows = table_contents(&|a: &[&str]| run(&one, a), &tables);
+    assert!(whole_rows.len() > 5 + 9, "{whole_rows:?}");
+    assert_eq!(
+        table_contents(&|a: &[&str]| run(&parted, a), &tables),
+        whole_rows
+    );
+}
+
+/// `v` with every fractional number rounded to nine decimals.
+fn rounded(v: Value) -> Value {
+    match v {
+        Value::Number(n) if n.is_f64() => {
+            let x = n.as_f64().unwrap();
+            serde_json::json!((x * 1e9).round() / 1e9)
+        }
+        Value::Array(a) => Value::Array(a.into_iter().map(rounded).collect()),
+        Value::Object(o) => Value::Object(o.into_iter().map(|(k, v)| (k, rounded(v))).collect()),
+        other => other,
+    }
+}

@@ -1,0 +1,68 @@
+-- The Albedo products of one bucket of eval runs (turnlake select).
+-- turnlake select runs this file once per bucket of whole eval runs (so never splitting a
+-- sample), so its joins of credited turns hold one bucket's, not the lake's.
+-- Reads: trajectories, turns, turn_credit, judgments (the bucket's), select_params.
+-- Builds: sides_gated (the bucket's credit and escape_duel candidates through the format
+-- gate) and sides_tally (the bucket's counts that sql/select.sql reports).
+
+-- Albedo sides and the credit gates (the loop rule: the judge's verdict or the metrics).
+CREATE VIEW side_gates AS
+SELECT s.traj_id, s.eval_run_id, s.sample_id, s.score,
+       NOT (coalesce(j.judge_looped, false)
+            OR s.dup_cmd_ratio >= p.loop_dup_ratio OR s.max_cmd_run >= p.loop_max_run)
+       AND coalesce(s.score, 0.0) >= p.min_score
+       AND s.dup_cmd_ratio <= p.max_dup_cmd_ratio
+       AND s.max_cmd_run <= p.max_cmd_run AS passed
+FROM select_params p
+CROSS JOIN trajectories s
+LEFT JOIN (SELECT traj_id, bool_or(looped) AS judge_looped FROM judgments GROUP BY traj_id) j ON j.traj_id = s.traj_id
+WHERE s.source = 'albedo' AND s.judged;
+
+-- credit: one passing side per sample (eval run and sample_id; highest score, then
+-- traj_id); its credited, non-repeated turns train.
+CREATE VIEW cand_credit AS
+SELECT 'credit' AS mix, 'credit/' || g.traj_id AS row_id, g.traj_id, 'albedo' AS source, g.sample_id,
+       CAST(NULL AS VARCHAR) AS instance_id, CAST(NULL AS INT) AS upto_msg, g.score,
+       true AS passed_credit_gates, CAST(NULL AS INT) AS prior_failures, c.t,
+       u.n_bash_blocks, u.think_unclosed, u.command, u.is_submit
+FROM (SELECT *, row_number() OVER (PARTITION BY eval_run_id, sample_id ORDER BY score DESC, traj_id) AS rk
+      FROM side_gates WHERE passed) g
+JOIN turn_credit c ON c.traj_id = g.traj_id AND c.credit > 0
+JOIN turns u ON u.traj_id = c.traj_id AND u.t = c.t AND u.source = 'albedo' AND NOT u.is_repeat
+WHERE g.rk = 1;
+
+-- escape_duel: a credited turn whose previous observation failed or that follows a repeat
+-- run (the two commands before it are the same normalized command) and breaks out of it;
+-- the prefix up to it is context, only the escape trains.
+CREATE VIEW cand_escape_duel AS
+SELECT 'escape_duel' AS mix, 'escape_duel/' || x.traj_id || '/' || CAST(x.t AS VARCHAR) AS row_id, x.traj_id,
+       'albedo' AS source, g.sample_id, CAST(NULL AS VARCHAR) AS instance_id, x.msg_idx AS upto_msg, g.score,
+       g.passed AS passed_credit_gates, x.prior_failures, x.t,
+       x.n_bash_blocks, x.think_unclosed, x.command, x.is_submit
+FROM turns x
+JOIN turn_credit c ON c.traj_id = x.traj_id AND c.t = x.t AND c.credit > 0
+JOIN side_gates g ON g.traj_id = x.traj_id
+WHERE x.source = 'albedo' AND (x.prev_failed OR x.after_repeat_run) AND NOT x.repeats_prev;
+
+-- The format gate (`format_gate`): only a credit row holds several turns, so only its
+-- turns can repeat another train turn's command in the same row.
+CREATE TABLE sides_gated AS
+SELECT mix, row_id, traj_id, source, sample_id, instance_id, upto_msg, score,
+       passed_credit_gates, prior_failures, t, is_submit,
+       format_gate(n_bash_blocks, think_unclosed, repeats_in_row) AS demoted
+FROM (SELECT *, row_number() OVER (PARTITION BY row_id, normalize_command(command) ORDER BY t) > 1 AS repeats_in_row
+      FROM cand_credit
+      UNION ALL SELECT *, false FROM cand_escape_duel);
+
+-- Credited turns whose previous observation failed: all of them, and those of passing sides.
+CREATE VIEW sides_recovery AS
+SELECT count(*) AS recovery_available, count(*) FILTER (WHERE s.passed) AS recovery_passing
+FROM turn_credit c
+JOIN turns u ON u.traj_id = c.traj_id AND u.t = c.t AND u.source = 'albedo'
+LEFT JOIN side_gates s ON s.traj_id = c.traj_id
+WHERE c.credit > 0 AND u.prev_failed;
+
+CREATE VIEW sides_tally AS
+SELECT g.sides_judged, g.sides_passing, r.recovery_available, r.recovery_passing
+FROM (SELECT count(*) AS sides_judged, count(*) FILTER (WHERE passed) AS sides_passing FROM side_gates) g
+CROSS JOIN sides_recovery r;

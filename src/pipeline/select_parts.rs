@@ -1,0 +1,370 @@
+//! The selection's candidates, built part by part so that no join holds
+//! the whole lake: Albedo's per bucket of eval runs, mini-coder's per part
+//! of the runs.
+//!
+//! `sql/select_sides.sql` joins each credited turn with its turn and side;
+//! it runs once per bucket of whole eval runs (`buckets::side_buckets`: a
+//! sample never spans two), and leaves `sides_gated` and `sides_tally`.
+//!
+//! `sql/select_runs.sql` finds each verified run's submit and its finish_mini
+//! pick by joins that hold an entry per run. Run on the whole lake, they
+//! grow with it; so the runs are split into parts by a hash of `traj_id`
+//! (at most [`PART_RUNS`] verified runs each) and the file runs once per
+//! part. To read the lake once rather than once per part, the rows it reads
+//! (`sql/select_runs_input.sql`) are first written to a Parquet folder per
+//! part in a scratch directory. After each part, `sql/finish_keep.sql` keeps
+//! finish_mini's rows so far (at most the cap), and `sql/select.sql` then
+//! reads what the parts left: `runs_gated` and `runs_tally`.
+
+use arrow::array::{ArrayRef, Int64Array};
+use arrow::datatypes::{Field, Schema, SchemaRef};
+use arrow::record_batch::RecordBatch;
+use datafusion::config::TableParquetOptions;
+use datafusion::dataframe::DataFrameWriteOptions;
+use datafusion::datasource::MemTable;
+use datafusion::execution::FunctionRegistry;
+use datafusion::prelude::{col, lit, ParquetReadOptions, SessionContext};
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::select::{register_config, SelectConfig, SelectError};
+use super::sqlstep::run_script;
+use crate::columns::{i64s, scalar_i64, strings};
+use crate::engine::{self, EngineError};
+
+pub const SIDES_SQL_FILE: &str = "sql/select_sides.sql";
+pub const SIDES_SQL: &str = include_str!("../../sql/select_sides.sql");
+pub const INPUT_SQL_FILE: &str = "sql/select_runs_input.sql";
+pub const INPUT_SQL: &str = include_str!("../../sql/select_runs_input.sql");
+pub const RUNS_SQL_FILE: &str = "sql/select_runs.sql";
+pub const RUNS_SQL: &str = include_str!("../../sql/select_runs.sql");
+pub const KEEP_SQL_FILE: &str = "sql/finish_keep.sql";
+pub const KEEP_SQL: &str = include_str!("../../sql/finish_keep.sql");
+
+/// Verified mini-coder runs per part at most: a part's joins hold about
+/// 0.5 kB per run, so a part's stay near 50 MB.
+pub const PART_RUNS: usize = 100_000;
+
+/// How the selection splits its candidates: buckets of whole eval runs of at
+/// most `bucket_sides` judged sides (where an eval run is smaller), parts of
+/// at most `part_runs` verified mini-coder runs.
+#[derive(Debug, Clone, Copy)]
+pub struct PartSizes {
+    pub bucket_sides: usize,
+    pub part_runs: usize,
+}
+
+impl Default for PartSizes {
+    fn default() -> Self {
+        PartSizes {
+            bucket_sides: super::buckets::BUCKET_SIDES,
+            part_runs: PART_RUNS,
+        }
+    }
+}
+
+/// Where each part's runs are read from.
+enum Parts {
+    /// One part: `sql/select_runs_input.sql`'s views over the lake.
+    Whole,
+    /// Several: a scratch folder with, for each of those views, a Parquet
+    /// folder per part.
+    Split {
+        dir: tempfile::TempDir,
+        parts: usize,
+        schemas: Vec<(&'static str, SchemaRef)>,
+    },
+}
+
+/// finish_mini's counts over every part of the runs.
+#[derive(Debug, Default)]
+struct RunsTally {
+    before_gate: i64,
+    passing: i64,
+    passing_submit: i64,
+    /// Instances with a row that trains.
+    instances: BTreeSet<String>,
+}
+
+/// Run `sql/select_sides.sql` over each bucket of at most `bucket_sides`
+/// judged sides (whole eval runs; on a cluster one bucket, `ctx` itself) and
+/// register in `ctx` what `sql/select.sql` reads of them: `sides_gated` and
+/// `sides_tally` (the buckets' counts, summed).
+pub async fn prepare_sides(
+    ctx: &SessionContext,
+    config: &SelectConfig,
+    bucket_sides: usize,
+    on_cluster: bool,
+) -> Result<(), SelectError> {
+    let err = EngineError::query(SIDES_SQL_FILE);
+    let buckets = match on_cluster {
+        true => vec![None],
+        false => super::buckets::side_buckets(ctx, bucket_sides)
+            .await?
+            .into_iter()
+            .map(Some)
+            .collect(),
+    };
+    let mut gated = Vec::new();
+    let mut gated_schema = None;
+    let mut tally = [0i64; 4];
+    const TALLY: [&str; 4] = [
+        "sides_judged",
+        "sides_passing",
+        "recovery_available",
+        "recovery_passing",
+    ];
+    // One bucket's session at a time: each holds its own tables.
+    for bucket in buckets {
+        let session = match bucket {
+            None => ctx.clone(),
+            Some(bucket) => {
+                let tables = ["trajectories", "turns", "turn_credit", "judgments"];
+                bucket.session(ctx, &tables, &[]).await?
+            }
+        };
+        let session = &session;
+        register_config(session, config)?;
+        run_script(session, SIDES_SQL_FILE, SIDES_SQL).await?;
+        gated.extend(engine::run_sql(session, "SELECT * FROM sides_gated", SIDES_SQL_FILE).await?);
+        let table = session.table("sides_gated").await.map_err(&err)?;
+        gated_schema = Some(table.schema().as_arrow().clone());
+        let counts = engine::run_sql(session, "SELECT * FROM sides_tally", SIDES_SQL_FILE).await?;
+        for (sum, name) in tally.iter_mut().zip(TALLY) {
+            *sum += i64s(&counts, name).first().copied().flatten().unwrap_or(0);
+        }
+        engine::trim_heap();
+    }
+    let schema = nullable(&gated_schema.expect("at least one bucket"));
+    let rows = gated
+        .iter()
+        .map(|b| with_schema(b, &schema))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| SelectError::Config(e.into()))?;
+    register(ctx, "sides_gated", schema, rows)?;
+    let counts: Vec<(&str, i64)> = TALLY.into_iter().zip(tally).collect();
+    register_counts(ctx, "sides_tally", &counts)
+}
+
+/// Run `sql/select_runs.sql` over each part of the mini-coder runs (at most
+/// `part_runs` verified runs each) and register in `ctx` what
+/// `sql/select.sql` reads of them: `runs_gated` (every escape_mini candidate,
+/// and of finish_mini's those demoted and those kept) and `runs_tally`
+/// (finish_mini's counts). On a cluster the runs are one part.
+pub async fn prepare_runs(
+    ctx: &SessionContext,
+    config: &SelectConfig,
+    part_runs: usize,
+    on_cluster: bool,
+) -> Result<(), SelectError> {
+    let err = EngineError::query(RUNS_SQL_FILE);
+    let verified = scalar_i64(
+        &engine::run_sql(
+            ctx,
+            "SELECT count(*) AS n FROM trajectories WHERE source = 'mini_coder' AND verified",
+            RUNS_SQL_FILE,
+        )
+        .await?,
+    );
+    let count = (verified.max(0) as usize).div_ceil(part_runs.max(1));
+    run_script(ctx, INPUT_SQL_FILE, INPUT_SQL).await?;
+    let parts = match on_cluster || count <= 1 {
+        true => Parts::Whole,
+        false => split(ctx, count).await?,
+    };
+    let mut gated = Vec::new();
+    let mut best: Vec<RecordBatch> = Vec::new();
+    let mut tally = RunsTally::default();
+    let mut gated_schema = None;
+    for part in 0..parts.count() {
+        let session = parts.session(ctx, part).await?;
+        register_config(&session, config)?;
+        run_script(&session, RUNS_SQL_FILE, RUNS_SQL).await?;
+        let q = |sql: &'static str| engine::run_sql(&session, sql, RUNS_SQL_FILE);
+        gated.extend(
+            q("SELECT * FROM part_gated WHERE mix <> 'finish_mini' OR demoted IS NOT NULL").await?,
+        );
+        let table = session.table("part_gated").await.map_err(&err)?;
+        gated_schema = Some(Arc::new(table.schema().as_arrow().clone()));
+        let counts = q("SELECT * FROM part_tally").await?;
+        let n = |name: &str| i64s(&counts, name).first().copied().flatten().unwrap_or(0);
+        tally.before_gate += n("finish_before_gate");
+        tally.passing += n("finish_passing");
+        tally.passing_submit += n("finish_passing_submit");
+        let instances = q("SELECT DISTINCT instance_id FROM part_finish_rows").await?;
+        tally
+            .instances
+            .extend(strings(&instances, "instance_id").into_iter().flatten());
+        best = keep_finish(&session, std::mem::take(&mut best)).await?;
+        engine::trim_heap();
+    }
+    let schema = nullable(&gated_schema.expect("at least one part"));
+    let rows = gated
+        .iter()
+        .chain(&best)
+        .map(|b| with_schema(b, &schema))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| SelectError::Config(e.into()))?;
+    register(ctx, "runs_gated", schema, rows)?;
+    let counts = [
+        ("finish_before_gate", tally.before_gate),
+        ("finish_passing", tally.passing),
+        ("finish_passing_submit", tally.passing_submit),
+        ("finish_instances", tally.instances.len() as i64),
+    ];
+    register_counts(ctx, "runs_tally", &counts)
+}
+
+/// finish_mini's rows kept after this part: `sql/finish_keep.sql` over the
+/// part's rows that train and those kept before it.
+async fn keep_finish(
+    session: &SessionContext,
+    before: Vec<RecordBatch>,
+) -> Result<Vec<RecordBatch>, SelectError> {
+    let finish_rows = match before.first() {
+        Some(first) => {
+            register(session, "finish_best_before", first.schema(), before)?;
+            "CREATE VIEW finish_rows AS SELECT * FROM part_finish_rows UNION ALL SELECT * FROM finish_best_before"
+        }
+        None => "CREATE VIEW finish_rows AS SELECT * FROM part_finish_rows",
+    };
+    engine::run_sql(session, finish_rows, KEEP_SQL_FILE).await?;
+    run_script(session, KEEP_SQL_FILE, KEEP_SQL).await?;
+    Ok(engine::run_sql(session, "SELECT * FROM finish_best", KEEP_SQL_FILE).await?)
+}
+
+/// Write the rows of `sql/select_runs_input.sql`'s views into a Parquet
+/// folder per part: one pass over the lake.
+async fn split(ctx: &SessionContext, parts: usize) -> Result<Parts, SelectError> {
+    let err = EngineError::query(format!("{INPUT_SQL_FILE}: splitting the runs into parts"));
+    let dir = tempfile::tempdir().map_err(SelectError::Scratch)?;
+    let hash_part = ctx.udf("hash_part").map_err(&err)?;
+    let part = hash_part.call(vec![col("traj_id"), lit(parts as i64)]);
+    let mut options = TableParquetOptions::default();
+    options.global.max_row_group_size = 64 * 1024;
+    options.global.allow_single_file_parallelism = false;
+    options.global.compression = Some("zstd(1)".into());
+    let mut schemas = Vec::new();
+    for table in ["run_turns", "run_trajectories"] {
+        let frame = ctx.table(table).await.map_err(&err)?;
+        schemas.push((table, Arc::new(frame.schema().as_arrow().clone())));
+        let path = dir.path().join(table);
+        frame
+            .with_column("part", part.clone())
+            .map_err(&err)?
+            .write_parquet(
+                &path.to_string_lossy(),
+                DataFrameWriteOptions::new().with_partition_by(vec!["part".into()]),
+                Some(options.clone()),
+            )
+            .await
+            .map_err(&err)?;
+    }
+    Ok(Parts::Split {
+        dir,
+        parts,
+        schemas,
+    })
+}
+
+impl Parts {
+    fn count(&self) -> usize {
+        match self {
+            Parts::Whole => 1,
+            Parts::Split { parts, .. } => *parts,
+        }
+    }
+
+    /// The session `part` runs in: `ctx` itself for the whole, else one on
+    /// its runtime whose `run_turns` and `run_trajectories` are the part's.
+    async fn session(
+        &self,
+        ctx: &SessionContext,
+        part: usize,
+    ) -> Result<SessionContext, SelectError> {
+        let (dir, schemas) = match self {
+            Parts::Whole => return Ok(ctx.clone()),
+            Parts::Split { dir, schemas, .. } => (dir, schemas),
+        };
+        let err = EngineError::query(format!("{RUNS_SQL_FILE}: reading part {part} of the runs"));
+        let session = engine::sub_session(ctx);
+        // Plain strings, as the step's lake tables give them.
+        engine::run_sql(
+            &session,
+            "SET datafusion.execution.parquet.schema_force_view_types = false",
+            RUNS_SQL_FILE,
+        )
+        .await?;
+        for (table, schema) in schemas {
+            let folder: PathBuf = dir.path().join(table).join(format!("part={part}"));
+            match folder.is_dir() {
+                true => session
+                    .register_parquet(
+                        *table,
+                        &format!("{}/", folder.to_string_lossy()),
+                        ParquetReadOptions::default(),
+                    )
+                    .await
+                    .map_err(&err)?,
+                // No run of the lake fell in this part.
+                false => register(&session, table, schema.clone(), Vec::new())?,
+            }
+        }
+        Ok(session)
+    }
+}
+
+/// Register `rows` as `name` in `ctx`, replacing any table of that name.
+fn register(
+    ctx: &SessionContext,
+    name: &str,
+    schema: SchemaRef,
+    rows: Vec<RecordBatch>,
+) -> Result<(), SelectError> {
+    let err = EngineError::query(format!("registering {name}"));
+    let table = MemTable::try_new(schema, vec![rows]).map_err(&err)?;
+    let _ = ctx.deregister_table(name);
+    ctx.register_table(name, Arc::new(table)).map_err(&err)?;
+    Ok(())
+}
+
+/// Register one row of named counts as `name` in `ctx`.
+fn register_counts(
+    ctx: &SessionContext,
+    name: &str,
+    counts: &[(&str, i64)],
+) -> Result<(), SelectError> {
+    let columns = counts
+        .iter()
+        .map(|(column, n)| (*column, Arc::new(Int64Array::from(vec![*n])) as ArrayRef));
+    let row = RecordBatch::try_from_iter(columns).map_err(|e| SelectError::Config(e.into()))?;
+    register(ctx, name, row.schema(), vec![row])
+}
+
+/// `schema` with every field nullable, so rows of several queries fit it.
+fn nullable(schema: &Schema) -> SchemaRef {
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone().with_nullable(true))
+        .collect();
+    Arc::new(Schema::new(fields))
+}
+
+/// `batch`'s columns named by `schema`'s fields, under `schema`.
+fn with_schema(
+    batch: &RecordBatch,
+    schema: &SchemaRef,
+) -> Result<RecordBatch, arrow::error::ArrowError> {
+    let columns = schema
+        .fields()
+        .iter()
+        .map(|f| {
+            batch.column_by_name(f.name()).cloned().ok_or_else(|| {
+                arrow::error::ArrowError::SchemaError(format!("no column {}", f.name()))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    RecordBatch::try_new(schema.clone(), columns)
+}
