@@ -3,7 +3,6 @@
 -- sql/select_sides.sql built bucket by bucket; runs_gated and runs_tally, the mini-coder
 -- products that sql/select_runs.sql and sql/finish_keep.sql built part by part (see `gated`
 -- and `candidate_accounting`).
--- Registered from the select config (data/select.toml): select_params (one row).
 -- Writes: sft_credit, escape_duel, escape_mini, finish_mini, gate_demotions.
 
 -- Every candidate through the format gate (`format_gate`: exactly one bash block, no

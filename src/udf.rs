@@ -25,8 +25,9 @@
 //! | `question_kinds(question)` | the command kinds a checklist question is about |
 //! | `question_targets(question)` | the paths, symbols and commands a question quotes |
 //!
-//! Two more serve the selection (`sql/select.sql`, `sql/select_runs.sql`),
-//! which runs in several sessions and keeps one copy of each rule:
+//! Two more serve the selection, which runs in parts (`format_gate` in
+//! `sql/select_sides.sql` and `sql/select_runs.sql`, one copy of the rule;
+//! `hash_part` to split the mini-coder runs into parts):
 //!
 //! | UDF | returns |
 //! |---|---|

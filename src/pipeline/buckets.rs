@@ -51,14 +51,16 @@ pub async fn bucket_sessions(
     Ok(sessions)
 }
 
-/// Buckets of whole eval runs, at most `sides` judged sides each where an
-/// eval run is smaller, covering every `traj_id`. A bucket never splits an
-/// eval run, so never a sample: the selection keeps one side per sample.
+/// Buckets of whole eval runs, each of at most `sides` judged sides unless
+/// one eval run has more, covering every `traj_id`. A bucket never splits
+/// an eval run, so never a sample: the selection keeps one side per sample.
+/// (Where an eval run's id holds a `/`, another run's `traj_id`s could sort
+/// among its own, so there is one bucket.)
 pub async fn side_buckets(ctx: &SessionContext, sides: usize) -> Result<Vec<Bucket>, EngineError> {
     let err = EngineError::query("bucketing the judged sides");
     // Each eval run's first traj_id, in order, with its judged sides.
     let runs = ctx
-        .sql("SELECT min(traj_id) AS first, count(*) AS sides FROM trajectories WHERE judged GROUP BY eval_run_id")
+        .sql("SELECT eval_run_id, min(traj_id) AS first, count(*) AS sides FROM trajectories WHERE judged GROUP BY eval_run_id")
         .await
         .map_err(&err)?
         .sort(vec![col("first").sort(true, false)])
@@ -66,14 +68,16 @@ pub async fn side_buckets(ctx: &SessionContext, sides: usize) -> Result<Vec<Buck
         .collect()
         .await
         .map_err(&err)?;
+    let ids = crate::columns::strings(&runs, "eval_run_id");
     let firsts = crate::columns::strings(&runs, "first");
     let counts = crate::columns::i64s(&runs, "sides");
+    let one_bucket = ids.iter().flatten().any(|id| id.contains('/'));
     // An eval run starts a bucket when the bucket so far would pass `sides`.
     let mut bounds: Vec<Option<String>> = vec![None];
     let mut filled = 0usize;
     for (first, n) in firsts.into_iter().zip(counts) {
         let n = n.unwrap_or(0).max(0) as usize;
-        if filled > 0 && filled + n > sides.max(1) {
+        if filled > 0 && filled + n > sides.max(1) && !one_bucket {
             bounds.push(first);
             filled = 0;
         }
@@ -153,31 +157,20 @@ impl Bucket {
             true => None,
             false => Some(Self::eval_run_ids(&self.eval_runs(ctx).await?)),
         };
-        let tables: Vec<(&str, Option<Expr>)> = by_side
+        let err = EngineError::query(format!("opening a session over {self}"));
+        let bucket = crate::engine::sub_session(ctx);
+        let tables = by_side
             .iter()
             .map(|t| (*t, self.traj_ids()))
-            .chain(by_run.iter().map(|t| (*t, runs.clone())))
-            .collect();
-        restricted_session(ctx, &tables).await
+            .chain(by_run.iter().map(|t| (*t, runs.clone())));
+        for (name, filter) in tables {
+            let rows = only(ctx.table(name).await.map_err(&err)?, filter)?;
+            bucket
+                .register_table(name, rows.into_view())
+                .map_err(&err)?;
+        }
+        Ok(bucket)
     }
-}
-
-/// A session on `ctx`'s runtime and settings with the named tables of
-/// `ctx` (and no other), each holding only the rows that pass its filter
-/// (all of them for `None`).
-pub async fn restricted_session(
-    ctx: &SessionContext,
-    tables: &[(&str, Option<Expr>)],
-) -> Result<SessionContext, EngineError> {
-    let err = EngineError::query("opening a session over part of the lake");
-    let session = crate::engine::sub_session(ctx);
-    for (name, filter) in tables {
-        let rows = only(ctx.table(*name).await.map_err(&err)?, filter.clone())?;
-        session
-            .register_table(*name, rows.into_view())
-            .map_err(&err)?;
-    }
-    Ok(session)
 }
 
 /// `frame`'s rows that pass `filter` (all of them for `None`).

@@ -1,8 +1,9 @@
 //! The selection step: `sql/select.sql` builds the four products and the
 //! format gate's demotions from the lake, with thresholds from the select
-//! config (`data/select.toml`). Its mini-coder products come from
-//! `sql/select_sides.sql` per bucket of eval runs and `sql/select_runs.sql`
-//! per part of the mini-coder runs ([`super::select_parts`]).
+//! config (`data/select.toml`). Its candidates come from
+//! `sql/select_sides.sql` per bucket of eval runs (the Albedo products) and
+//! `sql/select_runs.sql` per part of the mini-coder runs (the mini-coder
+//! products); see [`super::select_parts`].
 
 use arrow::array::{ArrayRef, Float64Array, Int64Array};
 use arrow::record_batch::RecordBatch;

@@ -9,7 +9,7 @@
 //! `sql/select_runs.sql` finds each verified run's submit and its finish_mini
 //! pick by joins that hold an entry per run. Run on the whole lake, they
 //! grow with it; so the runs are split into parts by a hash of `traj_id`
-//! (at most [`PART_RUNS`] verified runs each) and the file runs once per
+//! (about [`PART_RUNS`] verified runs each) and the file runs once per
 //! part. To read the lake once rather than once per part, the rows it reads
 //! (`sql/select_runs_input.sql`) are first written to a Parquet folder per
 //! part in a scratch directory. After each part, `sql/finish_keep.sql` keeps
@@ -42,13 +42,14 @@ pub const RUNS_SQL: &str = include_str!("../../sql/select_runs.sql");
 pub const KEEP_SQL_FILE: &str = "sql/finish_keep.sql";
 pub const KEEP_SQL: &str = include_str!("../../sql/finish_keep.sql");
 
-/// Verified mini-coder runs per part at most: a part's joins hold about
-/// 0.5 kB per run, so a part's stay near 50 MB.
+/// Verified mini-coder runs per part, about (the parts are
+/// `ceil(verified / PART_RUNS)` buckets of a hash): a part's joins hold
+/// about 0.5 kB per run, so a part's stay near 50 MB.
 pub const PART_RUNS: usize = 100_000;
 
 /// How the selection splits its candidates: buckets of whole eval runs of at
 /// most `bucket_sides` judged sides (where an eval run is smaller), parts of
-/// at most `part_runs` verified mini-coder runs.
+/// about `part_runs` verified mini-coder runs.
 #[derive(Debug, Clone, Copy)]
 pub struct PartSizes {
     pub bucket_sides: usize,
@@ -117,16 +118,17 @@ pub async fn prepare_sides(
     ];
     // One bucket's session at a time: each holds its own tables.
     for bucket in buckets {
-        let session = match bucket {
-            None => ctx.clone(),
+        let (session, file) = match bucket {
+            None => (ctx.clone(), SIDES_SQL_FILE.to_string()),
             Some(bucket) => {
                 let tables = ["trajectories", "turns", "turn_credit", "judgments"];
-                bucket.session(ctx, &tables, &[]).await?
+                let file = format!("{SIDES_SQL_FILE} over {bucket}");
+                (bucket.session(ctx, &tables, &[]).await?, file)
             }
         };
         let session = &session;
         register_config(session, config)?;
-        run_script(session, SIDES_SQL_FILE, SIDES_SQL).await?;
+        run_script(session, &file, SIDES_SQL).await?;
         gated.extend(engine::run_sql(session, "SELECT * FROM sides_gated", SIDES_SQL_FILE).await?);
         let table = session.table("sides_gated").await.map_err(&err)?;
         gated_schema = Some(table.schema().as_arrow().clone());
@@ -141,13 +143,13 @@ pub async fn prepare_sides(
         .iter()
         .map(|b| with_schema(b, &schema))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| SelectError::Config(e.into()))?;
+        .map_err(|e| err(e.into()))?;
     register(ctx, "sides_gated", schema, rows)?;
     let counts: Vec<(&str, i64)> = TALLY.into_iter().zip(tally).collect();
     register_counts(ctx, "sides_tally", &counts)
 }
 
-/// Run `sql/select_runs.sql` over each part of the mini-coder runs (at most
+/// Run `sql/select_runs.sql` over each part of the mini-coder runs (about
 /// `part_runs` verified runs each) and register in `ctx` what
 /// `sql/select.sql` reads of them: `runs_gated` (every escape_mini candidate,
 /// and of finish_mini's those demoted and those kept) and `runs_tally`
@@ -163,7 +165,7 @@ pub async fn prepare_runs(
         &engine::run_sql(
             ctx,
             "SELECT count(*) AS n FROM trajectories WHERE source = 'mini_coder' AND verified",
-            RUNS_SQL_FILE,
+            "counting the verified mini-coder runs",
         )
         .await?,
     );
@@ -180,7 +182,8 @@ pub async fn prepare_runs(
     for part in 0..parts.count() {
         let session = parts.session(ctx, part).await?;
         register_config(&session, config)?;
-        run_script(&session, RUNS_SQL_FILE, RUNS_SQL).await?;
+        let file = format!("{RUNS_SQL_FILE}, part {} of {}", part + 1, parts.count());
+        run_script(&session, &file, RUNS_SQL).await?;
         let q = |sql: &'static str| engine::run_sql(&session, sql, RUNS_SQL_FILE);
         gated.extend(
             q("SELECT * FROM part_gated WHERE mix <> 'finish_mini' OR demoted IS NOT NULL").await?,
@@ -205,7 +208,7 @@ pub async fn prepare_runs(
         .chain(&best)
         .map(|b| with_schema(b, &schema))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| SelectError::Config(e.into()))?;
+        .map_err(|e| err(e.into()))?;
     register(ctx, "runs_gated", schema, rows)?;
     let counts = [
         ("finish_before_gate", tally.before_gate),
@@ -338,7 +341,8 @@ fn register_counts(
     let columns = counts
         .iter()
         .map(|(column, n)| (*column, Arc::new(Int64Array::from(vec![*n])) as ArrayRef));
-    let row = RecordBatch::try_from_iter(columns).map_err(|e| SelectError::Config(e.into()))?;
+    let row = RecordBatch::try_from_iter(columns)
+        .map_err(|e| EngineError::query(format!("registering {name}"))(e.into()))?;
     register(ctx, name, row.schema(), vec![row])
 }
 
@@ -352,7 +356,9 @@ fn nullable(schema: &Schema) -> SchemaRef {
     Arc::new(Schema::new(fields))
 }
 
-/// `batch`'s columns named by `schema`'s fields, under `schema`.
+/// `batch`'s columns named by `schema`'s fields, cast to their types (a
+/// session over string views and one over plain strings give the same
+/// rows), under `schema`.
 fn with_schema(
     batch: &RecordBatch,
     schema: &SchemaRef,
@@ -361,9 +367,10 @@ fn with_schema(
         .fields()
         .iter()
         .map(|f| {
-            batch.column_by_name(f.name()).cloned().ok_or_else(|| {
+            let column = batch.column_by_name(f.name()).ok_or_else(|| {
                 arrow::error::ArrowError::SchemaError(format!("no column {}", f.name()))
-            })
+            })?;
+            arrow::compute::cast(column, f.data_type())
         })
         .collect::<Result<Vec<_>, _>>()?;
     RecordBatch::try_new(schema.clone(), columns)
