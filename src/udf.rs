@@ -51,33 +51,43 @@ use std::sync::Arc;
 
 use crate::turn;
 
-/// A kernel over the UDF's arguments, each cast to a string array of equal length.
-type Kernel = fn(&[&StringArray]) -> ArrayRef;
+/// What computes a UDF: a kernel over its arguments, each cast to a string
+/// array of the row count (the turn rules), or over them as they come.
+#[derive(Debug, Clone, Copy)]
+enum Kernel {
+    Text(fn(&[&StringArray]) -> ArrayRef),
+    Typed(fn(&[ArrayRef]) -> Result<ArrayRef>),
+}
 
-/// One text-in UDF: a name, a return type, how many arguments it takes and a
-/// kernel over string arrays.
+/// One UDF: a name, its signature, a return type and a kernel.
 #[derive(Debug)]
-pub struct TextUdf {
+pub struct Udf {
     name: &'static str,
     returns: DataType,
     kernel: Kernel,
     signature: Signature,
 }
 
-impl PartialEq for TextUdf {
+impl PartialEq for Udf {
     fn eq(&self, other: &Self) -> bool {
         self.name == other.name
     }
 }
-impl Eq for TextUdf {}
-impl Hash for TextUdf {
+impl Eq for Udf {}
+impl Hash for Udf {
     fn hash<H: Hasher>(&self, state: &mut H) {
         self.name.hash(state)
     }
 }
 
-impl TextUdf {
-    fn new(name: &'static str, returns: DataType, arity: (usize, usize), kernel: Kernel) -> Self {
+impl Udf {
+    /// A text-in UDF of `arity.0..=arity.1` arguments.
+    fn new(
+        name: &'static str,
+        returns: DataType,
+        arity: (usize, usize),
+        kernel: fn(&[&StringArray]) -> ArrayRef,
+    ) -> Self {
         let text = vec![DataType::Utf8, DataType::LargeUtf8, DataType::Utf8View];
         let signature = Signature::one_of(
             (arity.0..=arity.1)
@@ -85,16 +95,35 @@ impl TextUdf {
                 .collect(),
             Volatility::Immutable,
         );
-        TextUdf {
+        Udf {
             name,
             returns,
-            kernel,
+            kernel: Kernel::Text(kernel),
+            signature,
+        }
+    }
+
+    /// A UDF over arguments of the types one of `signatures` lists.
+    fn typed(
+        name: &'static str,
+        returns: DataType,
+        signatures: Vec<Vec<DataType>>,
+        kernel: fn(&[ArrayRef]) -> Result<ArrayRef>,
+    ) -> Self {
+        let signature = Signature::one_of(
+            signatures.into_iter().map(TypeSignature::Exact).collect(),
+            Volatility::Immutable,
+        );
+        Udf {
+            name,
+            returns,
+            kernel: Kernel::Typed(kernel),
             signature,
         }
     }
 }
 
-impl ScalarUDFImpl for TextUdf {
+impl ScalarUDFImpl for Udf {
     fn name(&self) -> &str {
         self.name
     }
@@ -108,10 +137,20 @@ impl ScalarUDFImpl for TextUdf {
         let arrays = args
             .args
             .iter()
-            .map(|a| cast(&a.to_array(args.number_rows)?, &DataType::Utf8))
-            .collect::<Result<Vec<ArrayRef>, _>>()?;
-        let texts: Vec<&StringArray> = arrays.iter().map(|a| a.as_string::<i32>()).collect();
-        Ok(ColumnarValue::Array((self.kernel)(&texts)))
+            .map(|a| a.to_array(args.number_rows))
+            .collect::<Result<Vec<ArrayRef>>>()?;
+        let out = match self.kernel {
+            Kernel::Typed(kernel) => kernel(&arrays)?,
+            Kernel::Text(kernel) => {
+                let texts = arrays
+                    .iter()
+                    .map(|a| cast(a, &DataType::Utf8))
+                    .collect::<Result<Vec<ArrayRef>, _>>()?;
+                let texts: Vec<&StringArray> = texts.iter().map(|a| a.as_string::<i32>()).collect();
+                kernel(&texts)
+            }
+        };
+        Ok(ColumnarValue::Array(out))
     }
 }
 
@@ -270,48 +309,6 @@ fn question_targets(a: &[&StringArray]) -> ArrayRef {
     string_lists(a[0], turn::checklist::question_targets)
 }
 
-/// A UDF over typed arguments: a name, its signature, return type and a
-/// kernel over the arguments as arrays of the row count.
-#[derive(Debug)]
-struct TypedUdf {
-    name: &'static str,
-    returns: DataType,
-    kernel: fn(&[ArrayRef]) -> Result<ArrayRef>,
-    signature: Signature,
-}
-
-impl PartialEq for TypedUdf {
-    fn eq(&self, other: &Self) -> bool {
-        self.name == other.name
-    }
-}
-impl Eq for TypedUdf {}
-impl Hash for TypedUdf {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.name.hash(state)
-    }
-}
-
-impl ScalarUDFImpl for TypedUdf {
-    fn name(&self) -> &str {
-        self.name
-    }
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
-    fn return_type(&self, _: &[DataType]) -> Result<DataType> {
-        Ok(self.returns.clone())
-    }
-    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let arrays = args
-            .args
-            .iter()
-            .map(|a| a.to_array(args.number_rows))
-            .collect::<Result<Vec<ArrayRef>>>()?;
-        Ok(ColumnarValue::Array((self.kernel)(&arrays)?))
-    }
-}
-
 fn format_gate(a: &[ArrayRef]) -> Result<ArrayRef> {
     let blocks = cast(&a[0], &DataType::Int64)?;
     let (blocks, think, repeats) = (
@@ -380,32 +377,19 @@ fn word_hash(bytes: &[u8]) -> u64 {
     h ^ (h >> 33)
 }
 
-fn selection_udfs() -> Vec<ScalarUDF> {
-    let text = [DataType::Utf8, DataType::LargeUtf8, DataType::Utf8View];
-    let gate = TypedUdf {
-        name: "format_gate",
-        returns: DataType::Utf8,
-        kernel: format_gate,
-        signature: Signature::one_of(
-            [DataType::Int32, DataType::Int64]
-                .into_iter()
-                .map(|n| TypeSignature::Exact(vec![n, DataType::Boolean, DataType::Boolean]))
-                .collect(),
-            Volatility::Immutable,
-        ),
-    };
-    let part = TypedUdf {
-        name: "hash_part",
-        returns: DataType::Int64,
-        kernel: hash_part,
-        signature: Signature::one_of(
-            text.into_iter()
-                .map(|t| TypeSignature::Exact(vec![t, DataType::Int64]))
-                .collect(),
-            Volatility::Immutable,
-        ),
-    };
-    vec![ScalarUDF::from(gate), ScalarUDF::from(part)]
+fn selection_udfs() -> Vec<Udf> {
+    let gate = [DataType::Int32, DataType::Int64]
+        .into_iter()
+        .map(|n| vec![n, DataType::Boolean, DataType::Boolean])
+        .collect();
+    let part = [DataType::Utf8, DataType::LargeUtf8, DataType::Utf8View]
+        .into_iter()
+        .map(|t| vec![t, DataType::Int64])
+        .collect();
+    vec![
+        Udf::typed("format_gate", DataType::Utf8, gate, format_gate),
+        Udf::typed("hash_part", DataType::Int64, part, hash_part),
+    ]
 }
 
 /// Every turnlake UDF.
@@ -413,37 +397,37 @@ pub fn all() -> Vec<ScalarUDF> {
     let list = DataType::List(Arc::new(Field::new("item", DataType::Int32, true)));
     let strings = DataType::List(Arc::new(Field::new("item", DataType::Utf8, true)));
     [
-        TextUdf::new("bash_command", DataType::Utf8, (1, 2), bash_command),
-        TextUdf::new("n_bash_blocks", DataType::Int32, (1, 2), n_bash_blocks),
-        TextUdf::new("cmd_kind", DataType::Utf8, (1, 3), cmd_kind),
-        TextUdf::new("cmd_head", DataType::Utf8, (1, 1), cmd_head),
-        TextUdf::new("is_submit", DataType::Boolean, (1, 2), is_submit),
-        TextUdf::new("submit_signal", DataType::Utf8, (4, 4), submit_signal),
-        TextUdf::new("think_unclosed", DataType::Boolean, (1, 1), think_unclosed),
-        TextUdf::new("cited_outputs", list, (1, 1), cited_outputs),
-        TextUdf::new(
+        Udf::new("bash_command", DataType::Utf8, (1, 2), bash_command),
+        Udf::new("n_bash_blocks", DataType::Int32, (1, 2), n_bash_blocks),
+        Udf::new("cmd_kind", DataType::Utf8, (1, 3), cmd_kind),
+        Udf::new("cmd_head", DataType::Utf8, (1, 1), cmd_head),
+        Udf::new("is_submit", DataType::Boolean, (1, 2), is_submit),
+        Udf::new("submit_signal", DataType::Utf8, (4, 4), submit_signal),
+        Udf::new("think_unclosed", DataType::Boolean, (1, 1), think_unclosed),
+        Udf::new("cited_outputs", list, (1, 1), cited_outputs),
+        Udf::new(
             "normalize_command",
             DataType::Utf8,
             (1, 1),
             normalize_command,
         ),
-        TextUdf::new("obs_format", DataType::Utf8, (1, 1), obs_format),
-        TextUdf::new("obs_failed", DataType::Boolean, (1, 2), obs_failed),
-        TextUdf::new("word_count", DataType::Int64, (1, 1), word_count),
-        TextUdf::new(
+        Udf::new("obs_format", DataType::Utf8, (1, 1), obs_format),
+        Udf::new("obs_failed", DataType::Boolean, (1, 2), obs_failed),
+        Udf::new("word_count", DataType::Int64, (1, 1), word_count),
+        Udf::new(
             "prose_word_count",
             DataType::Int64,
             (1, 1),
             prose_word_count,
         ),
-        TextUdf::new("economy_measure", DataType::Utf8, (1, 1), economy_measure),
-        TextUdf::new("economy_limit", DataType::Float64, (1, 1), economy_limit),
-        TextUdf::new("question_kinds", strings.clone(), (1, 1), question_kinds),
-        TextUdf::new("question_targets", strings, (1, 1), question_targets),
+        Udf::new("economy_measure", DataType::Utf8, (1, 1), economy_measure),
+        Udf::new("economy_limit", DataType::Float64, (1, 1), economy_limit),
+        Udf::new("question_kinds", strings.clone(), (1, 1), question_kinds),
+        Udf::new("question_targets", strings, (1, 1), question_targets),
     ]
     .into_iter()
-    .map(ScalarUDF::from)
     .chain(selection_udfs())
+    .map(ScalarUDF::from)
     .collect()
 }
 
