@@ -55,10 +55,9 @@ async fn register_step(
         }
         "select" => {
             // What the file reads of the sides and runs, built as the step builds it.
+            use crate::pipeline::{select::prepare_parts, select_parts::PartSizes};
             let c = super::select::load_config(config)?;
-            let sizes = crate::pipeline::select_parts::PartSizes::default();
-            let select = crate::pipeline::select::prepare_parts(ctx, &c, sizes, on_cluster);
-            select.await?;
+            prepare_parts(ctx, &c, PartSizes::default(), on_cluster).await?;
         }
         "select_runs" | "select_runs_input" | "select_sides" => {
             let c = super::select::load_config(config)?;

@@ -126,17 +126,6 @@ pub async fn bounded_session(
     with_tables(lake, ctx, Strings::Plain).await
 }
 
-/// Hand the allocator's free pages back to the system. A step that runs in
-/// parts calls it between them: glibc keeps what a part freed mapped, and
-/// the rows each part keeps land above it, so the heap grew part by part.
-pub fn trim_heap() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only returns free memory to the system.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}
-
 /// How many bytes of Parquet footers a session keeps between the scans of a
 /// file. On a local lake none: reading a footer again costs a few
 /// microseconds, and DataFusion's default cache (50 MB) filled with every

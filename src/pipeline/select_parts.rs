@@ -78,16 +78,6 @@ enum Parts {
     },
 }
 
-/// finish_mini's counts over every part of the runs.
-#[derive(Debug, Default)]
-struct RunsTally {
-    before_gate: i64,
-    passing: i64,
-    passing_submit: i64,
-    /// Instances with a row that trains.
-    instances: BTreeSet<String>,
-}
-
 /// Run `sql/select_sides.sql` over each bucket of at most `bucket_sides`
 /// judged sides (whole eval runs; on a cluster one bucket, `ctx` itself) and
 /// register in `ctx` what `sql/select.sql` reads of them: `sides_gated` and
@@ -98,7 +88,6 @@ pub async fn prepare_sides(
     bucket_sides: usize,
     on_cluster: bool,
 ) -> Result<(), SelectError> {
-    let err = EngineError::query(SIDES_SQL_FILE);
     let buckets = match on_cluster {
         true => vec![None],
         false => super::buckets::side_buckets(ctx, bucket_sides)
@@ -109,12 +98,11 @@ pub async fn prepare_sides(
     };
     let mut gated = Vec::new();
     let mut gated_schema = None;
-    let mut tally = [0i64; 4];
-    const TALLY: [&str; 4] = [
-        "sides_judged",
-        "sides_passing",
-        "recovery_available",
-        "recovery_passing",
+    let mut tally = [
+        ("sides_judged", 0),
+        ("sides_passing", 0),
+        ("recovery_available", 0),
+        ("recovery_passing", 0),
     ];
     // One bucket's session at a time: each holds its own tables.
     for bucket in buckets {
@@ -126,27 +114,16 @@ pub async fn prepare_sides(
                 (bucket.session(ctx, &tables, &[]).await?, file)
             }
         };
-        let session = &session;
-        register_config(session, config)?;
-        run_script(session, &file, SIDES_SQL).await?;
-        gated.extend(engine::run_sql(session, "SELECT * FROM sides_gated", SIDES_SQL_FILE).await?);
-        let table = session.table("sides_gated").await.map_err(&err)?;
-        gated_schema = Some(table.schema().as_arrow().clone());
-        let counts = engine::run_sql(session, "SELECT * FROM sides_tally", SIDES_SQL_FILE).await?;
-        for (sum, name) in tally.iter_mut().zip(TALLY) {
-            *sum += i64s(&counts, name).first().copied().flatten().unwrap_or(0);
-        }
-        engine::trim_heap();
+        let q = |sql: &'static str| engine::run_sql(&session, sql, SIDES_SQL_FILE);
+        register_config(&session, config)?;
+        run_script(&session, &file, SIDES_SQL).await?;
+        gated.extend(q("SELECT * FROM sides_gated").await?);
+        gated_schema = Some(table_schema(&session, "sides_gated").await?);
+        add_counts(&mut tally, &q("SELECT * FROM sides_tally").await?);
     }
-    let schema = nullable(&gated_schema.expect("at least one bucket"));
-    let rows = gated
-        .iter()
-        .map(|b| with_schema(b, &schema))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| err(e.into()))?;
-    register(ctx, "sides_gated", schema, rows)?;
-    let counts: Vec<(&str, i64)> = TALLY.into_iter().zip(tally).collect();
-    register_counts(ctx, "sides_tally", &counts)
+    let schema = gated_schema.expect("at least one bucket");
+    register_gathered(ctx, "sides_gated", &schema, &gated)?;
+    register_counts(ctx, "sides_tally", &tally)
 }
 
 /// Run `sql/select_runs.sql` over each part of the mini-coder runs (about
@@ -160,7 +137,6 @@ pub async fn prepare_runs(
     part_runs: usize,
     on_cluster: bool,
 ) -> Result<(), SelectError> {
-    let err = EngineError::query(RUNS_SQL_FILE);
     let verified = scalar_i64(
         &engine::run_sql(
             ctx,
@@ -177,45 +153,34 @@ pub async fn prepare_runs(
     };
     let mut gated = Vec::new();
     let mut best: Vec<RecordBatch> = Vec::new();
-    let mut tally = RunsTally::default();
+    let mut tally = [
+        ("finish_before_gate", 0),
+        ("finish_passing", 0),
+        ("finish_passing_submit", 0),
+    ];
+    // Instances with a finish_mini row that trains (one may have runs in several parts).
+    let mut instances = BTreeSet::new();
     let mut gated_schema = None;
     for part in 0..parts.count() {
         let session = parts.session(ctx, part).await?;
+        let q = |sql: &'static str| engine::run_sql(&session, sql, RUNS_SQL_FILE);
         register_config(&session, config)?;
         let file = format!("{RUNS_SQL_FILE}, part {} of {}", part + 1, parts.count());
         run_script(&session, &file, RUNS_SQL).await?;
-        let q = |sql: &'static str| engine::run_sql(&session, sql, RUNS_SQL_FILE);
         gated.extend(
             q("SELECT * FROM part_gated WHERE mix <> 'finish_mini' OR demoted IS NOT NULL").await?,
         );
-        let table = session.table("part_gated").await.map_err(&err)?;
-        gated_schema = Some(Arc::new(table.schema().as_arrow().clone()));
-        let counts = q("SELECT * FROM part_tally").await?;
-        let n = |name: &str| i64s(&counts, name).first().copied().flatten().unwrap_or(0);
-        tally.before_gate += n("finish_before_gate");
-        tally.passing += n("finish_passing");
-        tally.passing_submit += n("finish_passing_submit");
-        let instances = q("SELECT DISTINCT instance_id FROM part_finish_rows").await?;
-        tally
-            .instances
-            .extend(strings(&instances, "instance_id").into_iter().flatten());
+        gated_schema = Some(table_schema(&session, "part_gated").await?);
+        add_counts(&mut tally, &q("SELECT * FROM part_tally").await?);
+        let ids = q("SELECT DISTINCT instance_id FROM part_finish_rows").await?;
+        instances.extend(strings(&ids, "instance_id").into_iter().flatten());
         best = keep_finish(&session, std::mem::take(&mut best)).await?;
-        engine::trim_heap();
     }
-    let schema = nullable(&gated_schema.expect("at least one part"));
-    let rows = gated
-        .iter()
-        .chain(&best)
-        .map(|b| with_schema(b, &schema))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| err(e.into()))?;
-    register(ctx, "runs_gated", schema, rows)?;
-    let counts = [
-        ("finish_before_gate", tally.before_gate),
-        ("finish_passing", tally.passing),
-        ("finish_passing_submit", tally.passing_submit),
-        ("finish_instances", tally.instances.len() as i64),
-    ];
+    let schema = gated_schema.expect("at least one part");
+    gated.extend(best);
+    register_gathered(ctx, "runs_gated", &schema, &gated)?;
+    let mut counts = tally.to_vec();
+    counts.push(("finish_instances", instances.len() as i64));
     register_counts(ctx, "runs_tally", &counts)
 }
 
@@ -346,14 +311,41 @@ fn register_counts(
     register(ctx, name, row.schema(), vec![row])
 }
 
-/// `schema` with every field nullable, so rows of several queries fit it.
-fn nullable(schema: &Schema) -> SchemaRef {
+/// Add the counts of a one-row result to `sums`, column by column.
+fn add_counts(sums: &mut [(&str, i64)], counts: &[RecordBatch]) {
+    for (name, sum) in sums.iter_mut() {
+        *sum += i64s(counts, name).first().copied().flatten().unwrap_or(0);
+    }
+}
+
+/// The schema of `table` in `session`.
+async fn table_schema(session: &SessionContext, table: &str) -> Result<Schema, SelectError> {
+    let frame = session.table(table).await;
+    let frame = frame.map_err(EngineError::query(format!("reading {table}")))?;
+    Ok(frame.schema().as_arrow().clone())
+}
+
+/// Register the rows gathered from every bucket or part as `name` in `ctx`,
+/// under `schema` with every field nullable (so the rows of several
+/// sessions fit it).
+fn register_gathered(
+    ctx: &SessionContext,
+    name: &str,
+    schema: &Schema,
+    rows: &[RecordBatch],
+) -> Result<(), SelectError> {
     let fields: Vec<Field> = schema
         .fields()
         .iter()
         .map(|f| f.as_ref().clone().with_nullable(true))
         .collect();
-    Arc::new(Schema::new(fields))
+    let schema = Arc::new(Schema::new(fields));
+    let rows = rows
+        .iter()
+        .map(|b| with_schema(b, &schema))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| EngineError::query(format!("gathering {name}"))(e.into()))?;
+    register(ctx, name, schema, rows)
 }
 
 /// `batch`'s columns named by `schema`'s fields, cast to their types (a
