@@ -36,13 +36,15 @@ pub struct SqlArgs {
 
 /// What a pipeline step's SQL file needs registered before it runs, as the
 /// step registers it: its parameters (from `config`, else the embedded
-/// default), or for mix.sql the rows it describes (sft_mix).
+/// default), or for mix.sql the rows it describes (sft_mix). Returns the
+/// scratch folder the step's tables are kept in, if it has one (hold it
+/// while the session reads them).
 async fn register_step(
     ctx: &datafusion::prelude::SessionContext,
     file: &std::path::Path,
     config: Option<&PathBuf>,
     on_cluster: bool,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Option<tempfile::TempDir>> {
     let step = file.file_stem().and_then(|s| s.to_str()).unwrap_or("");
     match step {
         "credit" => {
@@ -57,7 +59,7 @@ async fn register_step(
             // What the file reads of the sides and runs, built as the step builds it.
             use crate::pipeline::{select::prepare_parts, select_parts::PartSizes};
             let c = super::select::load_config(config)?;
-            prepare_parts(ctx, &c, PartSizes::default(), on_cluster).await?;
+            return Ok(prepare_parts(ctx, &c, PartSizes::default(), on_cluster).await?);
         }
         "select_runs" | "select_runs_input" | "select_sides" => {
             let c = super::select::load_config(config)?;
@@ -92,7 +94,7 @@ async fn register_step(
         }
         _ => {}
     }
-    Ok(())
+    Ok(None)
 }
 
 pub async fn run(lake: &LakeArg, args: SqlArgs) -> anyhow::Result<ExitCode> {
@@ -109,9 +111,12 @@ pub async fn run(lake: &LakeArg, args: SqlArgs) -> anyhow::Result<ExitCode> {
     }
     let lake = lake.open().await?;
     let ctx = engine::session(&lake).await?;
-    if let Some(file) = &args.file {
-        register_step(&ctx, file, args.config.as_ref(), lake.cluster().is_some()).await?;
-    }
+    let _scratch = match &args.file {
+        Some(file) => {
+            register_step(&ctx, file, args.config.as_ref(), lake.cluster().is_some()).await?
+        }
+        None => None,
+    };
     let mut stmts = statements(&text);
     if let (Some(q), Some(_)) = (&args.query, &args.file) {
         stmts.push(q.clone());

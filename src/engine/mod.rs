@@ -4,6 +4,7 @@
 mod bool_cast;
 mod budget;
 mod lake_schema;
+pub mod scratch;
 
 pub use lake_schema::Strings;
 
@@ -260,15 +261,40 @@ pub async fn stream_sql(
 }
 
 /// `CREATE [OR REPLACE] TABLE t AS SELECT …` as DataFusion runs it, except
-/// that each result batch takes the plan's own types and nullability: results
-/// that come back from a Ballista cluster can differ in those, which
-/// DataFusion's in-memory table refuses.
+/// that a session with a scratch folder keeps the rows there as Parquet
+/// ([`scratch`]), and one without keeps each result batch in the plan's own
+/// types and nullability: results that come back from a Ballista cluster
+/// can differ in those, which DataFusion's in-memory table refuses.
 async fn create_table(
     ctx: &SessionContext,
     table: &CreateMemoryTable,
 ) -> datafusion::error::Result<()> {
+    if !table.or_replace && ctx.table_exist(table.name.clone())? {
+        return Err(datafusion::error::DataFusionError::Execution(format!(
+            "Table '{}' already exists",
+            table.name
+        )));
+    }
     let state = ctx.state();
     let input = state.optimize(&table.input)?;
+    let provider: Arc<dyn datafusion::catalog::TableProvider> = match scratch::scratch_of(ctx) {
+        Some(folder) => {
+            let rows = DataFrame::new(state, input);
+            scratch::store(&folder, table.name.table(), rows).await?
+        }
+        None => Arc::new(memory_table(state, input, &table.name.to_string()).await?),
+    };
+    ctx.deregister_table(table.name.clone())?;
+    ctx.register_table(table.name.clone(), provider)?;
+    Ok(())
+}
+
+/// The rows of the plan `input` in memory, `name`'s.
+async fn memory_table(
+    state: datafusion::execution::SessionState,
+    input: LogicalPlan,
+    name: &str,
+) -> datafusion::error::Result<MemTable> {
     let schema = Arc::clone(input.schema().inner());
     // Each batch is reshaped and compacted as it arrives: a cluster's result
     // batches can point into far larger buffers than their rows use. Every
@@ -282,7 +308,7 @@ async fn create_table(
     let mut drains = tokio::task::JoinSet::new();
     for (index, mut stream) in streams.into_iter().enumerate() {
         let schema = Arc::clone(&schema);
-        let name = table.name.clone();
+        let name = name.to_string();
         drains.spawn(async move {
             let mut batches = Vec::new();
             while let Some(batch) = stream.next().await {
@@ -307,17 +333,5 @@ async fn create_table(
             Err(e) => return Err(datafusion::error::DataFusionError::External(Box::new(e))),
         }
     }
-    if table.or_replace {
-        ctx.deregister_table(table.name.clone())?;
-    } else if ctx.table_exist(table.name.clone())? {
-        return Err(datafusion::error::DataFusionError::Execution(format!(
-            "Table '{}' already exists",
-            table.name
-        )));
-    }
-    ctx.register_table(
-        table.name.clone(),
-        Arc::new(MemTable::try_new(schema, partitions)?),
-    )?;
-    Ok(())
+    MemTable::try_new(schema, partitions)
 }

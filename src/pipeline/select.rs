@@ -118,7 +118,7 @@ pub enum SelectError {
     Step(#[from] super::step::StepError),
     #[error("registering the select config")]
     Config(#[source] datafusion::error::DataFusionError),
-    #[error("creating a scratch folder for the mini-coder runs' parts")]
+    #[error("creating a scratch folder for the selection's candidates")]
     Scratch(#[source] std::io::Error),
 }
 
@@ -190,16 +190,28 @@ pub fn register_config(ctx: &SessionContext, config: &SelectConfig) -> Result<()
 }
 
 /// Register the config and build what `sql/select.sql` reads of the Albedo
-/// sides and the mini-coder runs, in parts of `sizes`.
+/// sides and the mini-coder runs, in parts of `sizes`. Over a local lake the
+/// tables they build, and those `ctx` creates after, are kept in a scratch
+/// folder ([`engine::scratch`]): the returned guard removes it when dropped,
+/// so hold it while `ctx` reads them. (A cluster's session keeps them.)
 pub async fn prepare_parts(
     ctx: &SessionContext,
     config: &SelectConfig,
     sizes: PartSizes,
     on_cluster: bool,
-) -> Result<(), SelectError> {
+) -> Result<Option<tempfile::TempDir>, SelectError> {
+    let scratch = match on_cluster {
+        true => None,
+        false => {
+            let dir = tempfile::tempdir().map_err(SelectError::Scratch)?;
+            engine::scratch::keep_tables_in(ctx, dir.path());
+            Some(dir)
+        }
+    };
     register_config(ctx, config)?;
     select_parts::prepare_sides(ctx, config, sizes.bucket_sides, on_cluster).await?;
-    select_parts::prepare_runs(ctx, config, sizes.part_runs, on_cluster).await
+    select_parts::prepare_runs(ctx, config, sizes.part_runs, on_cluster).await?;
+    Ok(scratch)
 }
 
 /// (key, count) pairs of a two-column result.
@@ -348,7 +360,7 @@ pub async fn build_in_parts(
         (SQL_FILE, STEP_SQL),
     )
     .await?;
-    prepare_parts(&step.ctx, config, sizes, lake.cluster().is_some()).await?;
+    let _scratch = prepare_parts(&step.ctx, config, sizes, lake.cluster().is_some()).await?;
     run_script(&step.ctx, SQL_FILE, SQL).await?;
     let ctx = step.ctx.clone();
     let q = |sql: String, what: &'static str| {

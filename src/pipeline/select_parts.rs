@@ -15,15 +15,21 @@
 //! part in a scratch directory. After each part, `sql/finish_keep.sql` keeps
 //! finish_mini's rows so far (at most the cap), and `sql/select.sql` then
 //! reads what the parts left: `runs_gated` and `runs_tally`.
+//!
+//! Over a local lake every table the buckets and parts build, and what is
+//! gathered of them, is kept in the step's scratch folder as Parquet
+//! ([`engine::scratch`]), not on the heap: these are the selection's
+//! candidates, and grow with the lake.
 
 use arrow::array::{ArrayRef, Int64Array};
-use arrow::datatypes::{Field, Schema, SchemaRef};
+use arrow::datatypes::{Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
-use datafusion::config::TableParquetOptions;
 use datafusion::dataframe::DataFrameWriteOptions;
 use datafusion::datasource::MemTable;
+use datafusion::error::DataFusionError;
 use datafusion::execution::FunctionRegistry;
-use datafusion::prelude::{col, lit, ParquetReadOptions, SessionContext};
+use datafusion::logical_expr::Expr;
+use datafusion::prelude::{cast, col, ident, lit, ParquetReadOptions, SessionContext};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -31,7 +37,7 @@ use std::sync::Arc;
 use super::select::{register_config, SelectConfig, SelectError};
 use super::sqlstep::run_script;
 use crate::columns::{i64s, scalar_i64, strings};
-use crate::engine::{self, EngineError};
+use crate::engine::{self, scratch, EngineError};
 
 pub const SIDES_SQL_FILE: &str = "sql/select_sides.sql";
 pub const SIDES_SQL: &str = include_str!("../../sql/select_sides.sql");
@@ -72,7 +78,7 @@ enum Parts {
     /// Several: a scratch folder with, for each of those views, a Parquet
     /// folder per part.
     Split {
-        dir: tempfile::TempDir,
+        dir: PathBuf,
         parts: usize,
         schemas: Vec<(&'static str, SchemaRef)>,
     },
@@ -96,8 +102,7 @@ pub async fn prepare_sides(
             .map(Some)
             .collect(),
     };
-    let mut gated = Vec::new();
-    let mut gated_schema = None;
+    let mut gated = Gathered::default();
     let mut tally = [
         ("sides_judged", 0),
         ("sides_passing", 0),
@@ -117,12 +122,10 @@ pub async fn prepare_sides(
         let q = |sql: &'static str| engine::run_sql(&session, sql, SIDES_SQL_FILE);
         register_config(&session, config)?;
         run_script(&session, &file, SIDES_SQL).await?;
-        gated.extend(q("SELECT * FROM sides_gated").await?);
-        gated_schema = Some(table_schema(&session, "sides_gated").await?);
+        gated.add(&session, "sides_gated", None).await?;
         add_counts(&mut tally, &q("SELECT * FROM sides_tally").await?);
     }
-    let schema = gated_schema.expect("at least one bucket");
-    register_gathered(ctx, "sides_gated", &schema, &gated)?;
+    gated.register(ctx, "sides_gated")?;
     register_counts(ctx, "sides_tally", &tally)
 }
 
@@ -151,7 +154,7 @@ pub async fn prepare_runs(
         true => Parts::Whole,
         false => split(ctx, count).await?,
     };
-    let mut gated = Vec::new();
+    let mut gated = Gathered::default();
     let mut best: Vec<RecordBatch> = Vec::new();
     let mut tally = [
         ("finish_before_gate", 0),
@@ -160,25 +163,25 @@ pub async fn prepare_runs(
     ];
     // Instances with a finish_mini row that trains (one may have runs in several parts).
     let mut instances = BTreeSet::new();
-    let mut gated_schema = None;
     for part in 0..parts.count() {
         let session = parts.session(ctx, part).await?;
         let q = |sql: &'static str| engine::run_sql(&session, sql, RUNS_SQL_FILE);
         register_config(&session, config)?;
         let file = format!("{RUNS_SQL_FILE}, part {} of {}", part + 1, parts.count());
         run_script(&session, &file, RUNS_SQL).await?;
-        gated.extend(
-            q("SELECT * FROM part_gated WHERE mix <> 'finish_mini' OR demoted IS NOT NULL").await?,
-        );
-        gated_schema = Some(table_schema(&session, "part_gated").await?);
+        let not_kept = col("mix")
+            .not_eq(lit("finish_mini"))
+            .or(col("demoted").is_not_null());
+        gated.add(&session, "part_gated", Some(not_kept)).await?;
         add_counts(&mut tally, &q("SELECT * FROM part_tally").await?);
         let ids = q("SELECT DISTINCT instance_id FROM part_finish_rows").await?;
         instances.extend(strings(&ids, "instance_id").into_iter().flatten());
         best = keep_finish(&session, std::mem::take(&mut best)).await?;
+        if part + 1 == parts.count() {
+            gated.add(&session, "finish_best", None).await?;
+        }
     }
-    let schema = gated_schema.expect("at least one part");
-    gated.extend(best);
-    register_gathered(ctx, "runs_gated", &schema, &gated)?;
+    gated.register(ctx, "runs_gated")?;
     let mut counts = tally.to_vec();
     counts.push(("finish_instances", instances.len() as i64));
     register_counts(ctx, "runs_tally", &counts)
@@ -206,25 +209,26 @@ async fn keep_finish(
 /// folder per part: one pass over the lake.
 async fn split(ctx: &SessionContext, parts: usize) -> Result<Parts, SelectError> {
     let err = EngineError::query(format!("{INPUT_SQL_FILE}: splitting the runs into parts"));
-    let dir = tempfile::tempdir().map_err(SelectError::Scratch)?;
+    let scratch = scratch::scratch_of(ctx).ok_or_else(|| {
+        err(DataFusionError::Internal(
+            "no scratch folder for the parts".into(),
+        ))
+    })?;
+    let dir = scratch.folder("runs").await.map_err(&err)?;
     let hash_part = ctx.udf("hash_part").map_err(&err)?;
     let part = hash_part.call(vec![col("traj_id"), lit(parts as i64)]);
-    let mut options = TableParquetOptions::default();
-    options.global.max_row_group_size = 64 * 1024;
-    options.global.allow_single_file_parallelism = false;
-    options.global.compression = Some("zstd(1)".into());
     let mut schemas = Vec::new();
     for table in ["run_turns", "run_trajectories"] {
         let frame = ctx.table(table).await.map_err(&err)?;
         schemas.push((table, Arc::new(frame.schema().as_arrow().clone())));
-        let path = dir.path().join(table);
+        let path = dir.join(table);
         frame
             .with_column("part", part.clone())
             .map_err(&err)?
             .write_parquet(
                 &path.to_string_lossy(),
                 DataFrameWriteOptions::new().with_partition_by(vec!["part".into()]),
-                Some(options.clone()),
+                Some(scratch::parquet_options()),
             )
             .await
             .map_err(&err)?;
@@ -265,7 +269,7 @@ impl Parts {
         )
         .await?;
         for (table, schema) in schemas {
-            let folder: PathBuf = dir.path().join(table).join(format!("part={part}"));
+            let folder: PathBuf = dir.join(table).join(format!("part={part}"));
             match folder.is_dir() {
                 true => session
                     .register_parquet(
@@ -318,52 +322,65 @@ fn add_counts(sums: &mut [(&str, i64)], counts: &[RecordBatch]) {
     }
 }
 
-/// The schema of `table` in `session`.
-async fn table_schema(session: &SessionContext, table: &str) -> Result<Schema, SelectError> {
-    let frame = session.table(table).await;
-    let frame = frame.map_err(EngineError::query(format!("reading {table}")))?;
-    Ok(frame.schema().as_arrow().clone())
+/// A table's rows gathered from the sessions of several buckets or parts:
+/// written to the scratch folder, or (on a cluster, which has none) held.
+#[derive(Default)]
+struct Gathered {
+    /// The schema of the first session's rows, which the others' are cast to.
+    schema: Option<Schema>,
+    folders: Vec<PathBuf>,
+    rows: Vec<RecordBatch>,
 }
 
-/// Register the rows gathered from every bucket or part as `name` in `ctx`,
-/// under `schema` with every field nullable (so the rows of several
-/// sessions fit it).
-fn register_gathered(
-    ctx: &SessionContext,
-    name: &str,
-    schema: &Schema,
-    rows: &[RecordBatch],
-) -> Result<(), SelectError> {
-    let fields: Vec<Field> = schema
-        .fields()
-        .iter()
-        .map(|f| f.as_ref().clone().with_nullable(true))
-        .collect();
-    let schema = Arc::new(Schema::new(fields));
-    let rows = rows
-        .iter()
-        .map(|b| with_schema(b, &schema))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| EngineError::query(format!("gathering {name}"))(e.into()))?;
-    register(ctx, name, schema, rows)
-}
+impl Gathered {
+    /// Add the rows of `table` in `session` (those that meet `filter`).
+    async fn add(
+        &mut self,
+        session: &SessionContext,
+        table: &str,
+        filter: Option<Expr>,
+    ) -> Result<(), SelectError> {
+        let err = EngineError::query(format!("gathering {table}"));
+        let mut frame = session.table(table).await.map_err(&err)?;
+        if let Some(filter) = filter {
+            frame = frame.filter(filter).map_err(&err)?;
+        }
+        let schema = self
+            .schema
+            .get_or_insert_with(|| frame.schema().as_arrow().clone());
+        // A session over string views and one over plain strings give the same rows.
+        let columns = schema
+            .fields()
+            .iter()
+            .map(|f| cast(ident(f.name()), f.data_type().clone()).alias(f.name()))
+            .collect::<Vec<_>>();
+        let frame = frame.select(columns).map_err(&err)?;
+        match scratch::scratch_of(session) {
+            Some(scratch) => {
+                let folder = scratch.folder(table).await.map_err(&err)?;
+                scratch::write(frame, &folder).await.map_err(&err)?;
+                self.folders.push(folder);
+            }
+            None => self.rows.extend(frame.collect().await.map_err(&err)?),
+        }
+        Ok(())
+    }
 
-/// `batch`'s columns named by `schema`'s fields, cast to their types (a
-/// session over string views and one over plain strings give the same
-/// rows), under `schema`.
-fn with_schema(
-    batch: &RecordBatch,
-    schema: &SchemaRef,
-) -> Result<RecordBatch, arrow::error::ArrowError> {
-    let columns = schema
-        .fields()
-        .iter()
-        .map(|f| {
-            let column = batch.column_by_name(f.name()).ok_or_else(|| {
-                arrow::error::ArrowError::SchemaError(format!("no column {}", f.name()))
-            })?;
-            arrow::compute::cast(column, f.data_type())
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    RecordBatch::try_new(schema.clone(), columns)
+    /// Register what was gathered as `name` in `ctx`, every field nullable.
+    fn register(self, ctx: &SessionContext, name: &str) -> Result<(), SelectError> {
+        let err = EngineError::query(format!("gathering {name}"));
+        let schema = self
+            .schema
+            .expect("rows gathered from at least one session");
+        if self.folders.is_empty() {
+            let schema = scratch::nullable(&schema);
+            let rows = self.rows.into_iter().map(|b| b.with_schema(schema.clone()));
+            let rows = rows.collect::<Result<Vec<_>, _>>();
+            return register(ctx, name, schema, rows.map_err(|e| err(e.into()))?);
+        }
+        let table = scratch::table_over(&self.folders, &schema).map_err(&err)?;
+        let _ = ctx.deregister_table(name);
+        ctx.register_table(name, table).map_err(&err)?;
+        Ok(())
+    }
 }

@@ -1,0 +1,201 @@
+//! Tables kept as Parquet in a scratch folder instead of in memory. A
+//! session given a folder ([`keep_tables_in`]) writes the rows of each of its
+//! `CREATE TABLE`s there and reads them back from the files, and so do the
+//! sessions made from it after: a step that builds large intermediate
+//! tables (`select`'s candidates and products) then holds none of them on
+//! its heap.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use arrow::datatypes::{Field, Schema, SchemaRef};
+use datafusion::catalog::TableProvider;
+use datafusion::config::TableParquetOptions;
+use datafusion::dataframe::{DataFrame, DataFrameWriteOptions};
+use datafusion::datasource::file_format::parquet::ParquetFormat;
+use datafusion::datasource::listing::{
+    ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
+};
+use datafusion::error::Result;
+use datafusion::prelude::SessionContext;
+
+/// The folder a session keeps its tables in; each table gets a folder of
+/// its own, numbered (sessions that share the scratch may each create a
+/// table of the same name).
+#[derive(Debug)]
+pub struct ScratchTables {
+    dir: PathBuf,
+    next: AtomicUsize,
+}
+
+impl ScratchTables {
+    /// A new, empty folder under the scratch for a table called `name`.
+    pub async fn folder(&self, name: &str) -> Result<PathBuf> {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        let folder = self.dir.join(format!("{n}-{name}"));
+        tokio::fs::create_dir_all(&folder).await?;
+        Ok(folder)
+    }
+}
+
+/// Keep the tables that `ctx`, and the sessions made from its settings
+/// after this call, create as Parquet files under `dir`.
+pub fn keep_tables_in(ctx: &SessionContext, dir: &Path) {
+    let scratch = ScratchTables {
+        dir: dir.to_path_buf(),
+        next: AtomicUsize::new(0),
+    };
+    ctx.state_ref()
+        .write()
+        .config_mut()
+        .set_extension(Arc::new(scratch));
+}
+
+/// Where `ctx` keeps its tables, if it was given a folder.
+pub fn scratch_of(ctx: &SessionContext) -> Option<Arc<ScratchTables>> {
+    ctx.state().config().get_extension::<ScratchTables>()
+}
+
+/// How scratch tables are written: quick zstd, row groups of 64k rows, and
+/// one writer per file (a parallel writer buffers every column of a row
+/// group per thread).
+pub fn parquet_options() -> TableParquetOptions {
+    let mut options = TableParquetOptions::default();
+    options.global.max_row_group_size = 64 * 1024;
+    options.global.allow_single_file_parallelism = false;
+    options.global.compression = Some("zstd(1)".into());
+    options
+}
+
+/// Write the rows of `frame` into a new folder of the scratch for `name`,
+/// and return a table over them.
+pub async fn store(
+    scratch: &ScratchTables,
+    name: &str,
+    frame: DataFrame,
+) -> Result<Arc<dyn TableProvider>> {
+    let schema = Arc::new(frame.schema().as_arrow().clone());
+    let folder = scratch.folder(name).await?;
+    write(frame, &folder).await?;
+    table_over(&[folder], &schema)
+}
+
+/// Write the rows of `frame` as Parquet files into `folder`.
+pub async fn write(frame: DataFrame, folder: &Path) -> Result<()> {
+    frame
+        .write_parquet(
+            &format!("{}/", folder.display()),
+            DataFrameWriteOptions::new(),
+            Some(parquet_options()),
+        )
+        .await?;
+    Ok(())
+}
+
+/// A table over the Parquet files in `folders` (a folder without files adds
+/// no rows), under `schema` with every field nullable, so that files written
+/// from several sessions fit it.
+pub fn table_over(folders: &[PathBuf], schema: &Schema) -> Result<Arc<dyn TableProvider>> {
+    let urls = folders
+        .iter()
+        .map(|f| ListingTableUrl::parse(format!("{}/", f.display())))
+        .collect::<Result<Vec<_>>>()?;
+    // Plain strings as written: the table's schema is the one given.
+    let format = ParquetFormat::new().with_force_view_types(false);
+    let options = ListingOptions::new(Arc::new(format)).with_file_extension(".parquet");
+    let config = ListingTableConfig::new_with_multi_paths(urls)
+        .with_listing_options(options)
+        .with_schema(nullable(schema));
+    Ok(Arc::new(ListingTable::try_new(config)?))
+}
+
+/// `schema` with every field nullable.
+pub fn nullable(schema: &Schema) -> SchemaRef {
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone().with_nullable(true))
+        .collect();
+    Arc::new(Schema::new(fields))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::columns::{i64s, strings};
+    use crate::engine::{run_sql, sub_session};
+
+    /// The table folders under `dir`, each with its count of Parquet files.
+    fn folders(dir: &Path) -> Vec<(String, usize)> {
+        let mut out: Vec<(String, usize)> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| {
+                let path = e.unwrap().path();
+                let files = std::fs::read_dir(&path)
+                    .unwrap()
+                    .filter(|f| f.as_ref().unwrap().path().extension() == Some("parquet".as_ref()))
+                    .count();
+                (
+                    path.file_name().unwrap().to_string_lossy().into_owned(),
+                    files,
+                )
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    #[tokio::test]
+    async fn created_tables_are_kept_as_parquet_in_the_scratch_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = SessionContext::new();
+        keep_tables_in(&ctx, dir.path());
+        let create = "CREATE TABLE t AS SELECT * FROM (VALUES (1, 'a'), (2, 'é漢')) AS v(n, s)";
+        run_sql(&ctx, create, "t").await.unwrap();
+        // A session made from its settings keeps its own table of that name
+        // in a folder of its own.
+        let sub = sub_session(&ctx);
+        run_sql(&sub, "CREATE TABLE t AS SELECT 3 AS n", "t")
+            .await
+            .unwrap();
+        let kept = folders(dir.path());
+        assert_eq!(kept.len(), 2, "{kept:?}");
+        assert!(
+            kept.iter()
+                .all(|(name, files)| name.ends_with("-t") && *files > 0),
+            "{kept:?}"
+        );
+
+        let rows = run_sql(&ctx, "SELECT n, s FROM t ORDER BY n", "t")
+            .await
+            .unwrap();
+        assert_eq!(i64s(&rows, "n"), vec![Some(1), Some(2)]);
+        assert_eq!(
+            strings(&rows, "s"),
+            vec![Some("a".into()), Some("é漢".into())]
+        );
+        let rows = run_sql(&sub, "SELECT n FROM t", "t").await.unwrap();
+        assert_eq!(i64s(&rows, "n"), vec![Some(3)]);
+        // Creating a table that exists fails, as in memory; OR REPLACE replaces it.
+        assert!(run_sql(&ctx, "CREATE TABLE t AS SELECT 4 AS n", "t")
+            .await
+            .is_err());
+        run_sql(&ctx, "CREATE OR REPLACE TABLE t AS SELECT 4 AS n", "t")
+            .await
+            .unwrap();
+        let rows = run_sql(&ctx, "SELECT n FROM t", "t").await.unwrap();
+        assert_eq!(i64s(&rows, "n"), vec![Some(4)]);
+    }
+
+    #[tokio::test]
+    async fn without_a_scratch_folder_tables_stay_in_memory() {
+        let ctx = SessionContext::new();
+        assert!(scratch_of(&ctx).is_none());
+        run_sql(&ctx, "CREATE TABLE t AS SELECT 1 AS n", "t")
+            .await
+            .unwrap();
+        let table = ctx.table_provider("t").await.unwrap();
+        assert!(table.is::<datafusion::datasource::MemTable>());
+    }
+}
