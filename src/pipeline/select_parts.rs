@@ -24,7 +24,9 @@
 use arrow::array::{ArrayRef, Int64Array};
 use arrow::datatypes::{Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
+use datafusion::catalog::TableProvider;
 use datafusion::dataframe::DataFrameWriteOptions;
+use datafusion::datasource::listing::ListingTable;
 use datafusion::datasource::MemTable;
 use datafusion::error::DataFusionError;
 use datafusion::execution::FunctionRegistry;
@@ -342,12 +344,16 @@ impl Gathered {
     ) -> Result<(), SelectError> {
         let err = EngineError::query(format!("gathering {table}"));
         let mut frame = session.table(table).await.map_err(&err)?;
-        if let Some(filter) = filter {
+        if let Some(filter) = filter.clone() {
             frame = frame.filter(filter).map_err(&err)?;
         }
         let schema = self
             .schema
             .get_or_insert_with(|| frame.schema().as_arrow().clone());
+        if let Some(folders) = kept_folders(session, table, filter.is_none(), schema).await {
+            self.folders.extend(folders);
+            return Ok(());
+        }
         // A session over string views and one over plain strings give the same rows.
         let columns = schema
             .fields()
@@ -383,4 +389,28 @@ impl Gathered {
         ctx.register_table(name, table).map_err(&err)?;
         Ok(())
     }
+}
+
+/// The scratch folders that already hold all of `table` in `session`, in
+/// `schema`'s types, when `whole` (no filter): those rows need no second write.
+async fn kept_folders(
+    session: &SessionContext,
+    table: &str,
+    whole: bool,
+    schema: &Schema,
+) -> Option<Vec<PathBuf>> {
+    let provider = session.table_provider(table).await.ok().filter(|_| whole)?;
+    let listing = provider.downcast_ref::<ListingTable>()?;
+    let same_types = listing.schema().fields().len() == schema.fields().len()
+        && listing
+            .schema()
+            .fields()
+            .iter()
+            .zip(schema.fields())
+            .all(|(a, b)| a.name() == b.name() && a.data_type() == b.data_type());
+    let folder = |u: &datafusion::datasource::listing::ListingTableUrl| {
+        url::Url::parse(u.as_str()).ok()?.to_file_path().ok()
+    };
+    let folders = listing.table_paths().iter().map(folder);
+    same_types.then(|| folders.collect::<Option<Vec<_>>>())?
 }
