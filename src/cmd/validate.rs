@@ -14,7 +14,7 @@ use crate::pipeline::reproduction::{Reproduction, Unit};
 use crate::tokenize::hf::HfEncoder;
 use crate::tokenize::template::ChatTemplate;
 use crate::tokenize::tiktoken::{TiktokenEncoder, QWEN_PATTERN};
-use crate::tokenize::validate::{check_rows, report, Mode, ValidationReport};
+use crate::tokenize::validate::{check_rows, Mode, Tally, ValidationReport};
 use crate::tokenize::{TextEncoder, CHATML_SPECIALS, DEFAULT_TOKENIZER};
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -249,14 +249,15 @@ pub async fn validate_table(lake: &Lake, args: &ValidateArgs) -> anyhow::Result<
     let bar = crate::progress::bar(total, "validate");
     let started = std::time::Instant::now();
     let (progress, mode) = (bar.clone(), args.mode);
-    let checks = sft::stream_rows(lake, &args.table, Vec::new(), move |checks, rows| {
+    let tally = Tally::new(args.limit, mode);
+    let report = sft::stream_rows(lake, &args.table, tally, move |tally, rows| {
         let tick = || progress.inc(1);
-        checks.extend(check_rows(enc.as_ref(), &template, &rows, mode, &tick));
+        tally.add(check_rows(enc.as_ref(), &template, &rows, mode, &tick));
         Ok(())
     })
     .await
-    .context("reading the rows to validate")?;
-    let report = report(checks, args.limit, args.mode);
+    .context("reading the rows to validate")?
+    .report();
     let secs = started.elapsed().as_secs_f64();
     bar.finish_and_clear();
     let (Some(mut writer), true) = (writer, report.failures.is_empty()) else {

@@ -306,7 +306,9 @@ pub fn validate(
     mode: Mode,
     progress: &(dyn Fn() + Sync),
 ) -> ValidationReport {
-    report(check_rows(enc, template, rows, mode, progress), limit, mode)
+    let mut tally = Tally::new(limit, mode);
+    tally.add(check_rows(enc, template, rows, mode, progress));
+    tally.report()
 }
 
 /// Check a batch of rows in parallel, for a caller that streams them.
@@ -350,53 +352,97 @@ pub fn check_rows(
         .collect()
 }
 
-/// The report over every row's check.
-pub fn report(checks: Vec<RowCheck>, limit: usize, mode: Mode) -> ValidationReport {
-    let mut by_mix: BTreeMap<String, Vec<&RowCheck>> = BTreeMap::new();
-    for c in &checks {
-        by_mix.entry(c.mix.clone()).or_default().push(c);
+/// The report, built as rows are checked: of each row only its length is
+/// kept (for its mix's median and p95), and its id only where the report
+/// lists it, so a stream of rows keeps a few bytes per row, not its check.
+#[derive(Debug)]
+pub struct Tally {
+    limit: usize,
+    mode: Mode,
+    mixes: BTreeMap<String, MixTally>,
+    over_limit_rows: Vec<String>,
+    boundary_merges: usize,
+    special_text_rows: Vec<String>,
+    failures: Vec<Failure>,
+}
+
+/// One mix's rows so far.
+#[derive(Debug, Default)]
+struct MixTally {
+    tokens: Vec<usize>,
+    train_turns: usize,
+    trainable: usize,
+}
+
+impl Tally {
+    /// An empty tally; rows over `limit` tokens are listed.
+    pub fn new(limit: usize, mode: Mode) -> Tally {
+        Tally {
+            limit,
+            mode,
+            mixes: BTreeMap::new(),
+            over_limit_rows: Vec::new(),
+            boundary_merges: 0,
+            special_text_rows: Vec::new(),
+            failures: Vec::new(),
+        }
     }
-    let lengths = by_mix
-        .into_iter()
-        .map(|(mix, cs)| {
-            let mut l: Vec<usize> = cs.iter().map(|c| c.tokens).collect();
-            l.sort_unstable();
-            Lengths {
-                rows: l.len(),
-                train_turns: cs.iter().map(|c| c.train_turns).sum(),
-                trainable_tokens: cs.iter().map(|c| c.trainable).sum(),
-                mean: l.iter().sum::<usize>() as f64 / l.len().max(1) as f64,
-                median: percentile(&l, 0.5),
-                p95: percentile(&l, 0.95),
-                max: l.last().copied().unwrap_or(0),
-                over_limit: l.iter().filter(|n| **n > limit).count(),
-                mix,
+
+    /// Count rows' checks, in the order the report lists them.
+    pub fn add(&mut self, checks: impl IntoIterator<Item = RowCheck>) {
+        for c in checks {
+            if c.tokens > self.limit {
+                self.over_limit_rows.push(c.row_id.clone());
             }
-        })
-        .collect();
-    let train_turns = checks.iter().map(|c| c.train_turns).sum();
-    let failures: Vec<Failure> = checks.iter().flat_map(|c| c.failures.clone()).collect();
-    ValidationReport {
-        mode,
-        rows: checks.len(),
-        train_turns,
-        passed_turns: train_turns - failures.len(),
-        trainable_tokens: checks.iter().map(|c| c.trainable).sum(),
-        total_tokens: checks.iter().map(|c| c.tokens).sum(),
-        limit,
-        lengths,
-        over_limit_rows: checks
-            .iter()
-            .filter(|c| c.tokens > limit)
-            .map(|c| c.row_id.clone())
-            .collect(),
-        boundary_merges: checks.iter().map(|c| c.boundary_merges).sum(),
-        special_text_rows: checks
-            .iter()
-            .filter(|c| c.special_text)
-            .map(|c| c.row_id.clone())
-            .collect(),
-        failures,
+            if c.special_text {
+                self.special_text_rows.push(c.row_id);
+            }
+            self.boundary_merges += c.boundary_merges;
+            self.failures.extend(c.failures);
+            let mix = self.mixes.entry(c.mix).or_default();
+            mix.tokens.push(c.tokens);
+            mix.train_turns += c.train_turns;
+            mix.trainable += c.trainable;
+        }
+    }
+
+    pub fn report(self) -> ValidationReport {
+        let limit = self.limit;
+        let total_tokens = self.mixes.values().flat_map(|m| &m.tokens).sum::<usize>();
+        let lengths: Vec<Lengths> = self
+            .mixes
+            .into_iter()
+            .map(|(mix, mut m)| {
+                m.tokens.sort_unstable();
+                let l = &m.tokens;
+                Lengths {
+                    rows: l.len(),
+                    train_turns: m.train_turns,
+                    trainable_tokens: m.trainable,
+                    mean: l.iter().sum::<usize>() as f64 / l.len().max(1) as f64,
+                    median: percentile(l, 0.5),
+                    p95: percentile(l, 0.95),
+                    max: l.last().copied().unwrap_or(0),
+                    over_limit: l.iter().filter(|n| **n > limit).count(),
+                    mix,
+                }
+            })
+            .collect();
+        let train_turns = lengths.iter().map(|l| l.train_turns).sum::<usize>();
+        ValidationReport {
+            mode: self.mode,
+            rows: lengths.iter().map(|l| l.rows).sum(),
+            train_turns,
+            passed_turns: train_turns - self.failures.len(),
+            trainable_tokens: lengths.iter().map(|l| l.trainable_tokens).sum(),
+            total_tokens,
+            limit,
+            lengths,
+            over_limit_rows: self.over_limit_rows,
+            boundary_merges: self.boundary_merges,
+            special_text_rows: self.special_text_rows,
+            failures: self.failures,
+        }
     }
 }
 
@@ -599,5 +645,43 @@ mod tests {
         assert!(l.median < l.p95 && l.p95 <= l.max, "{l:?}");
         assert_eq!(l.over_limit, report.over_limit_rows.len());
         assert!(l.over_limit > 0 && l.over_limit < 20);
+    }
+
+    #[test]
+    fn a_tally_fed_in_chunks_reports_as_one_fed_whole() {
+        let enc = HfEncoder::from_bytes(DEFAULT_TOKENIZER).unwrap();
+        let template = ChatTemplate::chatml();
+        let rows: Vec<Value> = (1..=12)
+            .map(|n| {
+                let mut r = row(&[("assistant", &"word ".repeat(n * 7), true)]);
+                r["row_id"] = json!(format!("r{n:02}"));
+                r["mix"] = json!(if n % 3 == 0 { "escape_mini" } else { "credit" });
+                r
+            })
+            .collect();
+        let whole = validate(&enc, &template, &rows, 40, Mode::Whole, &|| {});
+        let mut tally = Tally::new(40, Mode::Whole);
+        for chunk in rows.chunks(5) {
+            tally.add(check_rows(&enc, &template, chunk, Mode::Whole, &|| {}));
+        }
+        let chunked = tally.report();
+        assert_eq!(chunked, whole);
+        assert_eq!(whole.rows, 12);
+        assert_eq!(
+            whole
+                .lengths
+                .iter()
+                .map(|l| l.mix.as_str())
+                .collect::<Vec<_>>(),
+            ["credit", "escape_mini"]
+        );
+        assert_eq!(whole.lengths[1].rows, 4);
+        let from_means: f64 = whole.lengths.iter().map(|l| l.mean * l.rows as f64).sum();
+        assert_eq!(whole.total_tokens, from_means.round() as usize);
+        // Rows over the limit are listed in the order they came.
+        let mut listed = whole.over_limit_rows.clone();
+        listed.sort();
+        assert_eq!(listed, whole.over_limit_rows);
+        assert!(!listed.is_empty() && listed.len() < 12);
     }
 }

@@ -446,6 +446,31 @@ fn synthetic_products_reconcile_and_match_their_shares() {
             "{r:?} of {total}"
         );
     }
+    // Each mix keeps exactly its rows of lowest seeded draw (seed 1, ties by row_id).
+    let mut subsampled = false;
+    for (r, table) in rows
+        .iter()
+        .zip(["sft_credit", "escape_duel", "escape_mini", "finish_mini"])
+    {
+        let kept = sql(
+            &lake,
+            &format!(
+                "SELECT row_id FROM sft_mix WHERE mix = '{}' ORDER BY row_id",
+                r[0]
+            ),
+        );
+        let lowest = sql(
+            &lake,
+            &format!(
+                "SELECT row_id FROM (SELECT row_id FROM {table} \
+                 ORDER BY md5('1' || row_id), row_id LIMIT {}) ORDER BY row_id",
+                r[1]
+            ),
+        );
+        assert_eq!(kept, lowest, "{}", r[0]);
+        subsampled |= scalar(&lake, &format!("SELECT count(*) FROM {table}")) != r[1];
+    }
+    assert!(subsampled, "no mix was subsampled: {rows:?}");
 }
 
 #[test]
