@@ -168,11 +168,9 @@ mod tests {
         let sub = sub_session(&ctx);
         // Both write their files through a buffer sized for local disk.
         for session in [&ctx, &sub] {
-            let options = session.state().config().options().clone();
-            assert_eq!(
-                options.execution.objectstore_writer_buffer_size,
-                WRITE_BUFFER_BYTES
-            );
+            let state = session.state();
+            let execution = &state.config().options().execution;
+            assert_eq!(execution.objectstore_writer_buffer_size, WRITE_BUFFER_BYTES);
         }
         run_sql(&sub, "CREATE TABLE t AS SELECT 3 AS n", "t")
             .await

@@ -200,13 +200,12 @@ pub async fn prepare_parts(
     sizes: PartSizes,
     on_cluster: bool,
 ) -> Result<Option<tempfile::TempDir>, SelectError> {
-    let scratch = match on_cluster {
-        true => None,
-        false => {
-            let dir = tempfile::tempdir().map_err(SelectError::Scratch)?;
-            engine::scratch::keep_tables_in(ctx, dir.path());
-            Some(dir)
-        }
+    let scratch = if on_cluster {
+        None
+    } else {
+        let dir = tempfile::tempdir().map_err(SelectError::Scratch)?;
+        engine::scratch::keep_tables_in(ctx, dir.path());
+        Some(dir)
     };
     register_config(ctx, config)?;
     select_parts::prepare_sides(ctx, config, sizes.bucket_sides, on_cluster).await?;

@@ -343,16 +343,19 @@ impl Gathered {
         filter: Option<Expr>,
     ) -> Result<(), SelectError> {
         let err = EngineError::query(format!("gathering {table}"));
+        let whole = filter.is_none();
         let mut frame = session.table(table).await.map_err(&err)?;
-        if let Some(filter) = filter.clone() {
+        if let Some(filter) = filter {
             frame = frame.filter(filter).map_err(&err)?;
         }
         let schema = self
             .schema
             .get_or_insert_with(|| frame.schema().as_arrow().clone());
-        if let Some(folders) = kept_folders(session, table, filter.is_none(), schema).await {
-            self.folders.extend(folders);
-            return Ok(());
+        if whole {
+            if let Some(folders) = kept_folders(session, table, schema).await {
+                self.folders.extend(folders);
+                return Ok(());
+            }
         }
         // A session over string views and one over plain strings give the same rows.
         let columns = schema
@@ -392,14 +395,13 @@ impl Gathered {
 }
 
 /// The scratch folders that already hold all of `table` in `session`, in
-/// `schema`'s types, when `whole` (no filter): those rows need no second write.
+/// `schema`'s types: those rows need no second write.
 async fn kept_folders(
     session: &SessionContext,
     table: &str,
-    whole: bool,
     schema: &Schema,
 ) -> Option<Vec<PathBuf>> {
-    let provider = session.table_provider(table).await.ok().filter(|_| whole)?;
+    let provider = session.table_provider(table).await.ok()?;
     let listing = provider.downcast_ref::<ListingTable>()?;
     let same_types = listing.schema().fields().len() == schema.fields().len()
         && listing

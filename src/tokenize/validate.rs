@@ -406,6 +406,7 @@ impl Tally {
         }
     }
 
+    /// The report over every row counted: lengths per mix, then the totals.
     pub fn report(self) -> ValidationReport {
         let limit = self.limit;
         let total_tokens = self.mixes.values().flat_map(|m| &m.tokens).sum::<usize>();
