@@ -1,6 +1,7 @@
--- Mixture composition (turnlake mix). Reads: the four products, and mix_quota(mix, take,
--- seed) registered from the [mix] config: each mix's quota is all of its rows
--- (mode = "all"), or its share of the largest mixture every share can fill.
+-- Mixture composition (turnlake mix). Reads: the four products, and
+-- mix_quota(mix, take, available, seed) registered from the [mix] config:
+-- each mix's quota is all of its rows (mode = "all"), or its share of the
+-- largest mixture every share can fill.
 -- Writes: sft_mix (the rows of mix_rows, in row_id order).
 
 CREATE VIEW mix_candidates AS
@@ -9,11 +10,26 @@ UNION ALL SELECT * FROM escape_duel
 UNION ALL SELECT * FROM escape_mini
 UNION ALL SELECT * FROM finish_mini;
 
--- Each mix sampled to its quota by a seeded hash of row_id (a mix without a quota is left out).
-CREATE VIEW mix_rows AS
-SELECT p.*
-FROM (SELECT u.*, q.take,
+-- A mix that keeps fewer rows than it has keeps those of lowest seeded draw
+-- (md5 of the seed and row_id), ties by row_id. mix_cut holds, for each such
+-- mix, the draw and row_id of the last row it keeps: a table, so that its
+-- sort (of three columns) runs on its own, before the sort of whole rows
+-- that writes sft_mix.
+CREATE TABLE mix_cut AS
+SELECT mix, draw, row_id
+FROM (SELECT u.mix, u.row_id, q.take,
+             md5(CAST(q.seed AS VARCHAR) || u.row_id) AS draw,
              row_number() OVER (PARTITION BY u.mix ORDER BY md5(CAST(q.seed AS VARCHAR) || u.row_id), u.row_id) AS rk
       FROM mix_candidates u
-      JOIN mix_quota q ON q.mix = u.mix) p
-WHERE p.rk <= p.take;
+      JOIN mix_quota q ON q.mix = u.mix AND q.take < q.available)
+WHERE rk = take;
+
+-- Each mix's rows: all of them, or those up to its cut (a mix without a quota is left out).
+CREATE VIEW mix_rows AS
+SELECT u.*
+FROM mix_candidates u
+JOIN mix_quota q ON q.mix = u.mix
+LEFT JOIN mix_cut c ON c.mix = u.mix
+WHERE q.take >= q.available
+   OR md5(CAST(q.seed AS VARCHAR) || u.row_id) < c.draw
+   OR (md5(CAST(q.seed AS VARCHAR) || u.row_id) = c.draw AND u.row_id <= c.row_id);

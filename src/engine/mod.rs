@@ -107,11 +107,6 @@ pub async fn bounded_session(
     if lake.cluster().is_some() {
         return session(lake).await;
     }
-    let runtime = RuntimeEnvBuilder::new()
-        .with_metadata_cache_limit(metadata_cache(lake))
-        .with_memory_pool(Arc::new(budget::SpillingBudget::new(limit)))
-        .build_arc()
-        .map_err(EngineError::query("creating a memory-bounded session"))?;
     // One partition: one sorter gets the whole budget (the consumer of the
     // stream is what runs on every core), and it keeps a share of it aside
     // to merge what it spilled.
@@ -119,10 +114,55 @@ pub async fn bounded_session(
     // it reads, and over views each batch a join put out kept buffers of its
     // own (`export sft` at 4x the reference corpus: heap peak 493 MB with
     // views, 171 MB plain, 0.24 GB of it for the 0.18M train turns' join).
-    let config = local_config(Strings::Plain)
-        .with_target_partitions(1)
-        .with_batch_size(batch_rows)
-        .with_sort_spill_reservation_bytes(limit / 8);
+    sorting_within(lake, limit, budget::SpillingBudget::new, |config| {
+        config.with_target_partitions(1).with_batch_size(batch_rows)
+    })
+    .await
+}
+
+/// A [`step_session`] whose sorts hold at most `per_sort` bytes each, one
+/// per partition (beyond it they spill to the temporary folder): for a step
+/// that sorts every row it writes (`mix`). An `ORDER BY` is one sort of all
+/// partitions, not a sort per partition merged: a union has a partition per
+/// file group of each of its inputs, whose sorts would share the budget in
+/// slivers thinner than a batch of rows.
+pub async fn sorting_step_session(
+    lake: &Lake,
+    per_sort: usize,
+) -> Result<SessionContext, EngineError> {
+    if lake.cluster().is_some() {
+        return step_session(lake).await;
+    }
+    sorting_within(
+        lake,
+        per_sort,
+        budget::SpillingBudget::for_sorts,
+        |mut config| {
+            config.options_mut().optimizer.repartition_sorts = false;
+            config
+        },
+    )
+    .await
+}
+
+/// A session with plain strings whose sorts spill beyond `per_sort` bytes
+/// each, a budget of that much per partition ([`budget::SpillingBudget`]
+/// shares it between the sorts running), its settings adjusted by `settings`.
+async fn sorting_within(
+    lake: &Lake,
+    per_sort: usize,
+    pool: fn(usize) -> budget::SpillingBudget,
+    settings: impl FnOnce(SessionConfig) -> SessionConfig,
+) -> Result<SessionContext, EngineError> {
+    // Each sort reserves an eighth of its share to merge what it spilled.
+    let config =
+        settings(local_config(Strings::Plain)).with_sort_spill_reservation_bytes(per_sort / 8);
+    let budget = per_sort * config.target_partitions();
+    let runtime = RuntimeEnvBuilder::new()
+        .with_metadata_cache_limit(metadata_cache(lake))
+        .with_memory_pool(Arc::new(pool(budget)))
+        .build_arc()
+        .map_err(EngineError::query("creating a memory-bounded session"))?;
     let ctx = local(SessionContext::new_with_config_rt(config, runtime));
     with_tables(lake, ctx, Strings::Plain).await
 }

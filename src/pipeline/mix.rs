@@ -4,7 +4,8 @@
 use arrow::array::{ArrayRef, Int64Array, StringArray};
 use arrow::record_batch::RecordBatch;
 use datafusion::datasource::MemTable;
-use datafusion::prelude::SessionContext;
+use datafusion::execution::FunctionRegistry;
+use datafusion::prelude::{col, lit, SessionContext};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -78,6 +79,25 @@ pub struct MixReport {
     pub reproduction: Reproduction,
 }
 
+/// Bytes each of the mix's sorts (one per partition) holds before it
+/// spills: sft_mix is written in row_id order, a sort of every row it keeps.
+/// Well above a batch of rows, which a sort must hold whole.
+const SORT_BUDGET: usize = 16 << 20;
+
+/// Rows of sft_mix per chunk of the report, about: the report's joins hold
+/// a chunk's rows and their train turns (about 0.5 kB a row), so they stay
+/// near 20 MB however large the mix.
+pub const REPORT_CHUNK_ROWS: usize = 40_000;
+
+/// The tables the report's SQL reads besides `rows_in`.
+const REPORT_READS: [&str; 5] = [
+    "sft_mix",
+    "turns",
+    "turn_credit",
+    "credit_citations",
+    "questions",
+];
+
 /// Register `rows_in` as `table` and define the train-turn views over it.
 pub async fn describe_rows(ctx: &SessionContext, table: &str) -> Result<(), SelectError> {
     let _ = ctx.deregister_table("rows_in");
@@ -91,84 +111,210 @@ pub async fn describe_rows(ctx: &SessionContext, table: &str) -> Result<(), Sele
     Ok(())
 }
 
+/// Counts of one key (a command kind, a tag, a category): they add up over
+/// chunks of the mix, and make shares of their total at the end.
+#[derive(Debug, Default)]
+struct KeyCounts(BTreeMap<Option<String>, i64>);
+
+impl KeyCounts {
+    fn add(&mut self, batches: &[RecordBatch], key: &str) {
+        for (k, n) in strings(batches, key)
+            .into_iter()
+            .zip(i64s(batches, "turns"))
+        {
+            *self.0.entry(k).or_default() += n.unwrap_or(0);
+        }
+    }
+
+    /// (key, count, share of the total), most counted first, then by key (none last).
+    fn shares(self) -> Vec<(String, i64, f64)> {
+        let total: i64 = self.0.values().sum();
+        let mut list: Vec<(Option<String>, i64)> = self.0.into_iter().collect();
+        list.sort_by(|(ka, a), (kb, b)| {
+            b.cmp(a)
+                .then(ka.is_none().cmp(&kb.is_none()))
+                .then(ka.cmp(kb))
+        });
+        list.into_iter()
+            .map(|(k, n)| (k.unwrap_or_default(), n, n as f64 / total as f64))
+            .collect()
+    }
+}
+
+/// A mix's counts in sql/mix_report.sql's `mix_counts`.
+#[derive(Debug, Default)]
+struct MixCounts {
+    rows: i64,
+    train_turns: i64,
+    recovery_turns: i64,
+    score_sum: f64,
+    scored_rows: i64,
+}
+
+impl MixCounts {
+    fn avg_score(&self) -> Option<f64> {
+        (self.scored_rows > 0).then(|| self.score_sum / self.scored_rows as f64)
+    }
+}
+
+/// The report's figures as counts, added up over the chunks of the mix.
+#[derive(Debug, Default)]
+struct ReportCounts {
+    mixes: BTreeMap<String, MixCounts>,
+    commands: KeyCounts,
+    tags: KeyCounts,
+    credit_cmd: KeyCounts,
+    credit_tags: KeyCounts,
+    credit_categories: KeyCounts,
+    credit_rows_with_train_turns: i64,
+    credit_rows_with_recovery: i64,
+}
+
+impl ReportCounts {
+    /// Add the counts of sql/mix_report.sql, run over one chunk in `ctx`.
+    async fn add(&mut self, ctx: &SessionContext) -> Result<(), SelectError> {
+        let q = |sql: &'static str| engine::run_sql(ctx, sql, REPORT_SQL_FILE);
+        let b = q("SELECT * FROM mix_counts").await?;
+        let (mix, rows, train, recovery, score_sum, scored) = (
+            strings(&b, "mix"),
+            i64s(&b, "rows"),
+            i64s(&b, "train_turns"),
+            i64s(&b, "recovery_turns"),
+            f64s(&b, "score_sum"),
+            i64s(&b, "scored_rows"),
+        );
+        for i in 0..mix.len() {
+            let m = self
+                .mixes
+                .entry(mix[i].clone().unwrap_or_default())
+                .or_default();
+            m.rows += rows[i].unwrap_or(0);
+            m.train_turns += train[i].unwrap_or(0);
+            m.recovery_turns += recovery[i].unwrap_or(0);
+            m.score_sum += score_sum[i].unwrap_or(0.0);
+            m.scored_rows += scored[i].unwrap_or(0);
+        }
+        self.commands
+            .add(&q("SELECT * FROM mix_cmd").await?, "cmd_kind");
+        self.tags.add(&q("SELECT * FROM mix_tags").await?, "tag");
+        self.credit_cmd
+            .add(&q("SELECT * FROM credit_set_cmd").await?, "cmd_kind");
+        self.credit_tags
+            .add(&q("SELECT * FROM credit_set_tags").await?, "tag");
+        self.credit_categories
+            .add(&q("SELECT * FROM credit_set_categories").await?, "category");
+        let figures = q("SELECT * FROM credit_set_figures").await?;
+        self.credit_rows_with_train_turns += i64s(&figures, "rows_with_train_turns")
+            .first()
+            .copied()
+            .flatten()
+            .unwrap_or(0);
+        self.credit_rows_with_recovery += i64s(&figures, "rows_with_recovery")
+            .first()
+            .copied()
+            .flatten()
+            .unwrap_or(0);
+        Ok(())
+    }
+
+    fn report(self, available: BTreeMap<String, i64>) -> MixReport {
+        let rows: i64 = self.mixes.values().map(|m| m.rows).sum();
+        let train: i64 = self.mixes.values().map(|m| m.train_turns).sum();
+        let share = |n: i64, total: i64| n as f64 / total as f64;
+        let mixes = self
+            .mixes
+            .iter()
+            .map(|(mix, m)| MixRow {
+                mix: mix.clone(),
+                rows: m.rows,
+                train_turns: m.train_turns,
+                share_rows: share(m.rows, rows),
+                share_train: share(m.train_turns, train),
+                recovery_turns: m.recovery_turns,
+                avg_source_score: m.avg_score(),
+            })
+            .collect();
+        let credit = self.mixes.get("credit");
+        let figures = CreditFigures {
+            recovery_turns: credit.map_or(0, |m| m.recovery_turns),
+            rows_with_recovery: self.credit_rows_with_recovery as f64
+                / self.credit_rows_with_train_turns.max(1) as f64,
+            source_score: credit.and_then(MixCounts::avg_score),
+        };
+        let mut report = MixReport {
+            available,
+            mixes,
+            commands: self.commands.shares(),
+            tags: self.tags.shares(),
+            credit_cmd: self.credit_cmd.shares(),
+            credit_tags: self.credit_tags.shares(),
+            credit_categories: self.credit_categories.shares(),
+            reproduction: Reproduction::default(),
+        };
+        report.reproduction = reproduction(&report, &figures);
+        report
+    }
+}
+
+/// What the reproduction table compares of the credit set beyond its shares.
+struct CreditFigures {
+    recovery_turns: i64,
+    /// Of the credit rows with a train turn, the share with a recovery turn.
+    rows_with_recovery: f64,
+    source_score: Option<f64>,
+}
+
+/// The composition report of `sft_mix`, counted over chunks of about
+/// `chunk_rows` rows (the rows of a share of its trajectories, by a hash of
+/// `traj_id`), each in a session of its own over `ctx`'s tables.
 async fn report(
     ctx: &SessionContext,
     available: BTreeMap<String, i64>,
+    chunk_rows: usize,
 ) -> Result<MixReport, SelectError> {
-    describe_rows(ctx, "sft_mix").await?;
-    run_script(ctx, REPORT_SQL_FILE, REPORT_SQL).await?;
-    let q = |sql: &'static str| engine::run_sql(ctx, sql, REPORT_SQL_FILE);
-    let b = q("SELECT * FROM mix_summary ORDER BY mix").await?;
-    let (mix, rows, train, share_rows, share_train, recovery, score) = (
-        strings(&b, "mix"),
-        i64s(&b, "rows"),
-        i64s(&b, "train_turns"),
-        f64s(&b, "share_rows"),
-        f64s(&b, "share_train"),
-        i64s(&b, "recovery_turns"),
-        f64s(&b, "avg_source_score"),
-    );
-    let mixes = (0..mix.len())
-        .map(|i| MixRow {
-            mix: mix[i].clone().unwrap_or_default(),
-            rows: rows[i].unwrap_or(0),
-            train_turns: train[i].unwrap_or(0),
-            share_rows: share_rows[i].unwrap_or(0.0),
-            share_train: share_train[i].unwrap_or(0.0),
-            recovery_turns: recovery[i].unwrap_or(0),
-            avg_source_score: score[i],
-        })
-        .collect();
-    let shares = |b: Vec<RecordBatch>, key: &str, share: &str| -> Vec<(String, i64, f64)> {
-        let (k, n, s) = (strings(&b, key), i64s(&b, "turns"), f64s(&b, share));
-        (0..k.len())
-            .map(|i| {
-                (
-                    k[i].clone().unwrap_or_default(),
-                    n[i].unwrap_or(0),
-                    s[i].unwrap_or(0.0),
-                )
-            })
-            .collect()
-    };
-    let figures = q("SELECT * FROM credit_set_figures").await?;
-    let mut report = MixReport {
-        available,
-        mixes,
-        commands: shares(
-            q("SELECT * FROM mix_cmd ORDER BY turns DESC, cmd_kind").await?,
-            "cmd_kind",
-            "share",
-        ),
-        tags: shares(
-            q("SELECT * FROM mix_tags ORDER BY turns DESC, tag").await?,
-            "tag",
-            "share",
-        ),
-        credit_cmd: shares(
-            q("SELECT * FROM credit_set_cmd ORDER BY turns DESC, cmd_kind").await?,
-            "cmd_kind",
-            "share",
-        ),
-        credit_tags: shares(
-            q("SELECT * FROM credit_set_tags ORDER BY turns DESC, tag").await?,
-            "tag",
-            "share",
-        ),
-        credit_categories: shares(
-            q("SELECT * FROM credit_set_categories ORDER BY turns DESC, category").await?,
-            "category",
-            "share",
-        ),
-        reproduction: Reproduction::default(),
-    };
-    report.reproduction = reproduction(&report, &figures);
-    Ok(report)
+    let rows = ctx
+        .table("sft_mix")
+        .await
+        .map_err(SelectError::Config)?
+        .count()
+        .await
+        .map_err(SelectError::Config)?;
+    let chunks = rows.div_ceil(chunk_rows.max(1)).max(1);
+    let hash_part = ctx.udf("hash_part").map_err(SelectError::Config)?;
+    let mut counts = ReportCounts::default();
+    for chunk in 0..chunks {
+        let session = engine::sub_session(ctx);
+        for table in REPORT_READS {
+            let provider = ctx
+                .table_provider(table)
+                .await
+                .map_err(SelectError::Config)?;
+            session
+                .register_table(table, provider)
+                .map_err(SelectError::Config)?;
+        }
+        let mut rows = session
+            .table("sft_mix")
+            .await
+            .map_err(SelectError::Config)?;
+        if chunks > 1 {
+            let part = hash_part.call(vec![col("traj_id"), lit(chunks as i64)]);
+            rows = rows
+                .filter(part.eq(lit(chunk as i64)))
+                .map_err(SelectError::Config)?;
+        }
+        session
+            .register_table("report_rows", rows.into_view())
+            .map_err(SelectError::Config)?;
+        describe_rows(&session, "report_rows").await?;
+        run_script(&session, REPORT_SQL_FILE, REPORT_SQL).await?;
+        counts.add(&session).await?;
+    }
+    Ok(counts.report(available))
 }
 
 /// The mix's reproduction table.
-fn reproduction(r: &MixReport, figures: &[RecordBatch]) -> Reproduction {
-    let one = |name: &str| f64s(figures, name).first().copied().flatten();
+fn reproduction(r: &MixReport, figures: &CreditFigures) -> Reproduction {
     let share = |list: &[(String, i64, f64)], key: &str| {
         Some(100.0 * list.iter().find(|(k, _, _)| k == key).map_or(0.0, |x| x.2))
     };
@@ -192,12 +338,15 @@ fn reproduction(r: &MixReport, figures: &[RecordBatch]) -> Reproduction {
         "select.credit.train_turns",
         credit.map(|m| m.train_turns as f64),
     );
-    t.add("mix.credit.recovery_turns", one("recovery_turns"));
+    t.add(
+        "mix.credit.recovery_turns",
+        Some(figures.recovery_turns as f64),
+    );
     t.add(
         "mix.credit.rows_with_recovery",
-        one("rows_with_recovery").map(|v| 100.0 * v),
+        Some(100.0 * figures.rows_with_recovery),
     );
-    t.add("mix.credit.source_score", one("source_score"));
+    t.add("mix.credit.source_score", figures.source_score);
     for kind in ["cat -n", "sed -n", "cat", "find/ls"] {
         t.add(
             &format!("mix.credit.cmd.{kind}"),
@@ -216,7 +365,7 @@ fn reproduction(r: &MixReport, figures: &[RecordBatch]) -> Reproduction {
     t
 }
 
-/// Count what each product offers and register `mix_quota` (mix, take, seed),
+/// Count what each product offers and register `mix_quota` (mix, take, available, seed),
 /// the table sql/mix.sql samples by. Returns the rows available per mix.
 pub async fn register_quota(
     ctx: &SessionContext,
@@ -249,6 +398,12 @@ pub async fn register_quota(
             Arc::new(Int64Array::from_iter_values(quota.values().copied())) as ArrayRef,
         ),
         (
+            "available",
+            Arc::new(Int64Array::from_iter_values(
+                quota.keys().map(|m| available.get(m).copied().unwrap_or(0)),
+            )) as ArrayRef,
+        ),
+        (
             "seed",
             Arc::new(Int64Array::from_iter_values(
                 quota.keys().map(|_| config.seed),
@@ -269,10 +424,20 @@ pub async fn register_quota(
 
 /// Compose `sft_mix` in `lake` (sql/mix.sql), as one step, and report its composition.
 pub async fn build(lake: &Lake, config: &MixConfig) -> Result<MixReport, SelectError> {
+    build_with_report_chunks(lake, config, REPORT_CHUNK_ROWS).await
+}
+
+/// [`build`], the report counted in chunks of about `chunk_rows` rows.
+pub async fn build_with_report_chunks(
+    lake: &Lake,
+    config: &MixConfig,
+    chunk_rows: usize,
+) -> Result<MixReport, SelectError> {
     const HINT: &str = "run `turnlake select` first";
     let inputs: Vec<(&'static str, &'static str)> =
         PRODUCTS.iter().map(|(_, table)| (*table, HINT)).collect();
-    let step = super::step::Step::begin(
+    let step = super::step::Step::begin_sorting_within(
+        SORT_BUDGET,
         lake,
         "mix",
         &inputs,
@@ -291,7 +456,7 @@ pub async fn build(lake: &Lake, config: &MixConfig) -> Result<MixReport, SelectE
     let ctx = step.ctx.clone();
     step.finish().await?;
     engine::register(&ctx, lake, "sft_mix").await?;
-    report(&ctx, available).await
+    report(&ctx, available, chunk_rows).await
 }
 
 #[cfg(test)]

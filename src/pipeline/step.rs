@@ -41,6 +41,30 @@ impl Step {
         name: &'static str,
         inputs: &[(&'static str, &'static str)],
         params: serde_json::Value,
+        sql: (&'static str, &'static str),
+    ) -> Result<Step, StepError> {
+        Self::begin_in(None, lake, name, inputs, params, sql).await
+    }
+
+    /// [`Step::begin`], in a session whose sorts hold at most `sort_budget`
+    /// bytes each and spill the rest ([`engine::sorting_step_session`]).
+    pub async fn begin_sorting_within(
+        sort_budget: usize,
+        lake: &Lake,
+        name: &'static str,
+        inputs: &[(&'static str, &'static str)],
+        params: serde_json::Value,
+        sql: (&'static str, &'static str),
+    ) -> Result<Step, StepError> {
+        Self::begin_in(Some(sort_budget), lake, name, inputs, params, sql).await
+    }
+
+    async fn begin_in(
+        sort_budget: Option<usize>,
+        lake: &Lake,
+        name: &'static str,
+        inputs: &[(&'static str, &'static str)],
+        params: serde_json::Value,
         (sql_file, sql): (&'static str, &'static str),
     ) -> Result<Step, StepError> {
         let writer = lake
@@ -55,7 +79,11 @@ impl Step {
                 .ok_or(StepError::Missing(table, hint))?;
             pinned.insert(table.to_string(), serde_json::json!(version));
         }
-        let ctx = engine::step_session(lake).await?;
+        // The session's tables are pinned now, under the writer lock.
+        let ctx = match sort_budget {
+            None => engine::step_session(lake).await?,
+            Some(budget) => engine::sorting_step_session(lake, budget).await?,
+        };
         let provenance = serde_json::json!({
             "step": name,
             "inputs": pinned,

@@ -471,6 +471,62 @@ fn synthetic_products_reconcile_and_match_their_shares() {
         subsampled |= scalar(&lake, &format!("SELECT count(*) FROM {table}")) != r[1];
     }
     assert!(subsampled, "no mix was subsampled: {rows:?}");
+
+    // The report counted over chunks of a few rows (each a share of the
+    // trajectories) is the report counted over the whole mix, and the mix
+    // composed again is the same.
+    let shares_text = std::fs::read_to_string(&cfg).unwrap();
+    let o = ok(run(
+        &lake,
+        &["mix", "--config", cfg.to_str().unwrap(), "--format", "json"],
+    ));
+    let whole: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let mix_rows = sql(&lake, "SELECT * FROM sft_mix ORDER BY row_id");
+    let chunked_lake = tmp.path().join("chunked");
+    copy_dir(&lake, &chunked_lake);
+    let config = turnlake::pipeline::select::SelectConfig::from_toml(&shares_text).unwrap();
+    let chunk_rows = 7;
+    let chunked = tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let lake = turnlake::lake::Lake::open(chunked_lake.to_str().unwrap()).unwrap();
+        turnlake::pipeline::mix::build_with_report_chunks(&lake, &config.mix, chunk_rows)
+            .await
+            .unwrap()
+    });
+    assert!(
+        mix_rows.len() > 4 * chunk_rows,
+        "{} rows are not many chunks",
+        mix_rows.len()
+    );
+    assert_eq!(
+        sql(&chunked_lake, "SELECT * FROM sft_mix ORDER BY row_id"),
+        mix_rows
+    );
+    assert_eq!(
+        rounded(serde_json::to_value(&chunked).unwrap()),
+        rounded(whole.clone())
+    );
+    // The whole report adds up: rows per mix, and commands' turns to the train turns.
+    let mixes = whole["mixes"].as_array().unwrap();
+    let rows_of = |m: &Value| m["rows"].as_i64().unwrap();
+    assert_eq!(
+        mixes.iter().map(rows_of).sum::<i64>(),
+        mix_rows.len() as i64
+    );
+    let train: i64 = mixes
+        .iter()
+        .map(|m| m["train_turns"].as_i64().unwrap())
+        .sum();
+    let commands: i64 = whole["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c[1].as_i64().unwrap())
+        .sum();
+    assert_eq!(commands, train);
+    assert_eq!(
+        scalar(&lake, "SELECT sum(n_train) FROM sft_mix"),
+        train.to_string()
+    );
 }
 
 #[test]
