@@ -4,6 +4,9 @@
 -- adds the chunks' counts up and makes the shares. Over rows_in = sft_mix it
 -- counts the whole mix at once.
 -- Reads: train_turns_v over rows_in (sql/train_turns.sql), credit_citations, questions.
+-- `turnlake mix` queries the views below with join reordering off, so that
+-- every join builds on its left side, the rows' turns: the planner's size
+-- estimates would build on the valid citations of the whole lake.
 
 -- The train turns of the rows, found once for every count below.
 CREATE TABLE report_turns AS SELECT * FROM train_turns_v;
@@ -27,10 +30,6 @@ CREATE VIEW mix_tags AS
 SELECT tag, count(*) AS turns
 FROM (SELECT unnest(tags) AS tag FROM report_turns WHERE tags IS NOT NULL)
 GROUP BY tag;
-
--- Every join below builds on its left side, the rows' turns: the planner's
--- estimates of size would build on the valid citations, of the whole lake.
-SET datafusion.optimizer.join_reordering = false;
 
 -- The credit set (mix = 'credit'), which the reference describes on its own.
 CREATE VIEW credit_set_turns AS SELECT * FROM report_turns WHERE mix = 'credit';

@@ -16,14 +16,14 @@ use datafusion::execution::memory_pool::{MemoryConsumer, MemoryPool, MemoryReser
 /// aggregates, on the same runtime, failed rather than spilled once sorts
 /// had filled it.
 ///
-/// One sort alone has the whole budget, the start of its merge included.
-/// Sorts running together each hold at most an even share of it (as
-/// DataFusion's fair pool does), so that one cannot fill the budget before
-/// another has reserved the start of its merge, which it does before it
-/// takes its first row.
+/// The sorts running hold at most an even share each of what the budget
+/// leaves after the start of every sort's merge (`merge_reserve` each, which
+/// a sort reserves before its first row and frees and takes again around
+/// each spill): so no sort can take the room another needs to merge.
 #[derive(Debug)]
 pub struct SpillingBudget {
     budget: usize,
+    merge_reserve: usize,
     sorts_only: bool,
     /// Sorts registered now.
     sorts: AtomicUsize,
@@ -34,18 +34,19 @@ pub struct SpillingBudget {
 
 impl SpillingBudget {
     /// A budget for everything that can spill.
-    pub fn new(budget: usize) -> SpillingBudget {
-        Self::with(budget, false)
+    pub fn new(budget: usize, merge_reserve: usize) -> SpillingBudget {
+        Self::with(budget, merge_reserve, false)
     }
 
     /// A budget for sorts only.
-    pub fn for_sorts(budget: usize) -> SpillingBudget {
-        Self::with(budget, true)
+    pub fn for_sorts(budget: usize, merge_reserve: usize) -> SpillingBudget {
+        Self::with(budget, merge_reserve, true)
     }
 
-    fn with(budget: usize, sorts_only: bool) -> SpillingBudget {
+    fn with(budget: usize, merge_reserve: usize, sorts_only: bool) -> SpillingBudget {
         SpillingBudget {
             budget,
+            merge_reserve,
             sorts_only,
             sorts: AtomicUsize::new(0),
             held: AtomicUsize::new(0),
@@ -136,7 +137,8 @@ impl MemoryPool for SpillingBudget {
             return Ok(());
         }
         if Self::is_sort(consumer) {
-            let share = self.budget / self.sorts.load(Ordering::Relaxed).max(1);
+            let sorts = self.sorts.load(Ordering::Relaxed).max(1);
+            let share = self.budget.saturating_sub(sorts * self.merge_reserve) / sorts;
             if reservation.size() + additional > share {
                 return Err(self.exhausted(
                     consumer,
@@ -165,7 +167,7 @@ mod tests {
 
     #[test]
     fn sorts_share_the_budget_with_their_merges_and_the_rest_is_free() {
-        let pool: Arc<dyn MemoryPool> = Arc::new(SpillingBudget::for_sorts(100));
+        let pool: Arc<dyn MemoryPool> = Arc::new(SpillingBudget::for_sorts(100, 10));
         let sort = |name: &str| {
             MemoryConsumer::new(name)
                 .with_can_spill(true)
@@ -181,19 +183,23 @@ mod tests {
             "a sort and its merge share the budget"
         );
         a.shrink(90);
-        // With a second sort, each holds at most half, and the second can
-        // still reserve the start of its merge.
+        // With a second sort, each holds at most half of what the starts of
+        // both merges leave, so the second can still reserve its merge's.
         let mut b = sort("ExternalSorter[1]");
-        a.try_grow(50).unwrap();
+        a.try_grow(40).unwrap();
         assert!(a.try_grow(1).is_err());
         let mut b_merge = merge("ExternalSorterMerge[1]");
         b_merge.try_grow(10).unwrap();
-        b.try_grow(30).unwrap();
-        assert!(b.try_grow(1).is_err(), "the budget is full");
+        b.try_grow(40).unwrap();
+        // A sort that frees its merge's start around a spill takes it again.
+        b_merge.free();
+        assert!(a.try_grow(10).is_err(), "the room is the other merge's");
+        b_merge.try_grow(10).unwrap();
+        assert!(b.try_grow(1).is_err(), "each holds at most its share");
         // A sort that ended leaves its share to those still running.
         drop(b);
         drop(b_merge);
-        a.try_grow(40).unwrap();
+        a.try_grow(50).unwrap();
         // Hash-join build sides are not held to the budget, nor are
         // aggregates, which can spill only in some modes.
         let mut join = MemoryConsumer::new("HashJoinInput").register(&pool);
@@ -207,7 +213,7 @@ mod tests {
 
     #[test]
     fn a_streams_budget_holds_its_aggregates_too() {
-        let pool: Arc<dyn MemoryPool> = Arc::new(SpillingBudget::new(100));
+        let pool: Arc<dyn MemoryPool> = Arc::new(SpillingBudget::new(100, 10));
         let mut groups = MemoryConsumer::new("GroupedHashAggregateStream[0]")
             .with_can_spill(true)
             .register(&pool);

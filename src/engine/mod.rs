@@ -151,16 +151,17 @@ pub async fn sorting_step_session(
 async fn sorting_within(
     lake: &Lake,
     per_sort: usize,
-    pool: fn(usize) -> budget::SpillingBudget,
+    pool: fn(usize, usize) -> budget::SpillingBudget,
     settings: impl FnOnce(SessionConfig) -> SessionConfig,
 ) -> Result<SessionContext, EngineError> {
     // Each sort reserves an eighth of its share to merge what it spilled.
+    let merge_reserve = per_sort / 8;
     let config =
-        settings(local_config(Strings::Plain)).with_sort_spill_reservation_bytes(per_sort / 8);
+        settings(local_config(Strings::Plain)).with_sort_spill_reservation_bytes(merge_reserve);
     let budget = per_sort * config.target_partitions();
     let runtime = RuntimeEnvBuilder::new()
         .with_metadata_cache_limit(metadata_cache(lake))
-        .with_memory_pool(Arc::new(pool(budget)))
+        .with_memory_pool(Arc::new(pool(budget, merge_reserve)))
         .build_arc()
         .map_err(EngineError::query("creating a memory-bounded session"))?;
     let ctx = local(SessionContext::new_with_config_rt(config, runtime));

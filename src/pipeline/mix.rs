@@ -308,6 +308,14 @@ async fn report(
             .map_err(SelectError::Config)?;
         describe_rows(&session, "report_rows").await?;
         run_script(&session, REPORT_SQL_FILE, REPORT_SQL).await?;
+        // The counts' joins build on their left side, the chunk's turns (see the file).
+        session
+            .state_ref()
+            .write()
+            .config_mut()
+            .options_mut()
+            .optimizer
+            .join_reordering = false;
         counts.add(&session).await?;
     }
     Ok(counts.report(available))
