@@ -87,7 +87,7 @@ const SORT_BUDGET: usize = 16 << 20;
 /// Rows of sft_mix per chunk of the report, about: the report's joins hold
 /// a chunk's rows and their train turns (about 0.5 kB a row), so they stay
 /// near 20 MB however large the mix.
-pub const REPORT_CHUNK_ROWS: usize = 40_000;
+const REPORT_CHUNK_ROWS: usize = 40_000;
 
 /// The tables the report's SQL reads besides `rows_in`.
 const REPORT_READS: [&str; 5] = [
@@ -204,16 +204,9 @@ impl ReportCounts {
         self.credit_categories
             .add(&q("SELECT * FROM credit_set_categories").await?, "category");
         let figures = q("SELECT * FROM credit_set_figures").await?;
-        self.credit_rows_with_train_turns += i64s(&figures, "rows_with_train_turns")
-            .first()
-            .copied()
-            .flatten()
-            .unwrap_or(0);
-        self.credit_rows_with_recovery += i64s(&figures, "rows_with_recovery")
-            .first()
-            .copied()
-            .flatten()
-            .unwrap_or(0);
+        let figure = |name| i64s(&figures, name).first().copied().flatten().unwrap_or(0);
+        self.credit_rows_with_train_turns += figure("rows_with_train_turns");
+        self.credit_rows_with_recovery += figure("rows_with_recovery");
         Ok(())
     }
 
@@ -264,21 +257,16 @@ struct CreditFigures {
     source_score: Option<f64>,
 }
 
-/// The composition report of `sft_mix`, counted over chunks of about
-/// `chunk_rows` rows (the rows of a share of its trajectories, by a hash of
-/// `traj_id`), each in a session of its own over `ctx`'s tables.
+/// The composition report of `sft_mix` (of `rows` rows), counted over
+/// chunks of about `chunk_rows` rows (the rows of a share of its
+/// trajectories, by a hash of `traj_id`), each in a session of its own over
+/// `ctx`'s tables.
 async fn report(
     ctx: &SessionContext,
     available: BTreeMap<String, i64>,
+    rows: usize,
     chunk_rows: usize,
 ) -> Result<MixReport, SelectError> {
-    let rows = ctx
-        .table("sft_mix")
-        .await
-        .map_err(SelectError::Config)?
-        .count()
-        .await
-        .map_err(SelectError::Config)?;
     let chunks = rows.div_ceil(chunk_rows.max(1)).max(1);
     let hash_part = ctx.udf("hash_part").map_err(SelectError::Config)?;
     let mut counts = ReportCounts::default();
@@ -444,8 +432,8 @@ pub async fn build_with_report_chunks(
     const HINT: &str = "run `turnlake select` first";
     let inputs: Vec<(&'static str, &'static str)> =
         PRODUCTS.iter().map(|(_, table)| (*table, HINT)).collect();
-    let step = super::step::Step::begin_sorting_within(
-        SORT_BUDGET,
+    let step = super::step::Step::begin_with(
+        Some(SORT_BUDGET),
         lake,
         "mix",
         &inputs,
@@ -455,16 +443,17 @@ pub async fn build_with_report_chunks(
     .await?;
     let available = register_quota(&step.ctx, config).await?;
     step.run_sql().await?;
-    step.write_query(
-        "sft_mix",
-        "SELECT * FROM mix_rows ORDER BY row_id",
-        "mix_rows",
-    )
-    .await?;
+    let rows = step
+        .write_query(
+            "sft_mix",
+            "SELECT * FROM mix_rows ORDER BY row_id",
+            "mix_rows",
+        )
+        .await?;
     let ctx = step.ctx.clone();
     step.finish().await?;
     engine::register(&ctx, lake, "sft_mix").await?;
-    report(&ctx, available, chunk_rows).await
+    report(&ctx, available, rows, chunk_rows).await
 }
 
 #[cfg(test)]

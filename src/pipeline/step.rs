@@ -43,23 +43,13 @@ impl Step {
         params: serde_json::Value,
         sql: (&'static str, &'static str),
     ) -> Result<Step, StepError> {
-        Self::begin_in(None, lake, name, inputs, params, sql).await
+        Self::begin_with(None, lake, name, inputs, params, sql).await
     }
 
-    /// [`Step::begin`], in a session whose sorts hold at most `sort_budget`
-    /// bytes each and spill the rest ([`engine::sorting_step_session`]).
-    pub async fn begin_sorting_within(
-        sort_budget: usize,
-        lake: &Lake,
-        name: &'static str,
-        inputs: &[(&'static str, &'static str)],
-        params: serde_json::Value,
-        sql: (&'static str, &'static str),
-    ) -> Result<Step, StepError> {
-        Self::begin_in(Some(sort_budget), lake, name, inputs, params, sql).await
-    }
-
-    async fn begin_in(
+    /// [`Step::begin`]; with a `sort_budget`, in a session whose sorts hold
+    /// at most that many bytes each and spill the rest
+    /// ([`engine::sorting_step_session`]).
+    pub async fn begin_with(
         sort_budget: Option<usize>,
         lake: &Lake,
         name: &'static str,
