@@ -666,6 +666,19 @@ fn selection_in_parts_equals_the_selection_in_one() {
         "3"
     );
     assert_eq!(scalar(&one, "SELECT count(*) FROM finish_mini"), "9");
+    // Instances are counted across parts: at least those the cap kept, at
+    // most every instance of a verified run.
+    let instances: i64 = scalar(
+        &one,
+        "SELECT count(DISTINCT instance_id) FROM trajectories WHERE source = 'mini_coder' AND verified",
+    )
+    .parse()
+    .unwrap();
+    assert!(
+        (9..=instances).contains(&summary.finish_instances),
+        "{} of {instances}",
+        summary.finish_instances
+    );
     let tables: Vec<String> = [
         "sft_credit",
         "escape_duel",
