@@ -174,8 +174,8 @@ mod tests {
                 .register(&pool)
         };
         let merge = |name: &str| MemoryConsumer::new(name).register(&pool);
-        let mut a = sort("ExternalSorter[0]");
-        let mut a_merge = merge("ExternalSorterMerge[0]");
+        let a = sort("ExternalSorter[0]");
+        let a_merge = merge("ExternalSorterMerge[0]");
         a_merge.try_grow(10).unwrap();
         a.try_grow(90).unwrap();
         assert!(
@@ -185,10 +185,10 @@ mod tests {
         a.shrink(90);
         // With a second sort, each holds at most half of what the starts of
         // both merges leave, so the second can still reserve its merge's.
-        let mut b = sort("ExternalSorter[1]");
+        let b = sort("ExternalSorter[1]");
         a.try_grow(40).unwrap();
         assert!(a.try_grow(1).is_err());
-        let mut b_merge = merge("ExternalSorterMerge[1]");
+        let b_merge = merge("ExternalSorterMerge[1]");
         b_merge.try_grow(10).unwrap();
         b.try_grow(40).unwrap();
         // A sort that frees its merge's start around a spill takes it again.
@@ -202,9 +202,9 @@ mod tests {
         a.try_grow(50).unwrap();
         // Hash-join build sides are not held to the budget, nor are
         // aggregates, which can spill only in some modes.
-        let mut join = MemoryConsumer::new("HashJoinInput").register(&pool);
+        let join = MemoryConsumer::new("HashJoinInput").register(&pool);
         join.try_grow(1_000).unwrap();
-        let mut groups = MemoryConsumer::new("GroupedHashAggregateStream[0]")
+        let groups = MemoryConsumer::new("GroupedHashAggregateStream[0]")
             .with_can_spill(true)
             .register(&pool);
         groups.try_grow(1_000).unwrap();
@@ -214,12 +214,12 @@ mod tests {
     #[test]
     fn a_streams_budget_holds_its_aggregates_too() {
         let pool: Arc<dyn MemoryPool> = Arc::new(SpillingBudget::new(100, 10));
-        let mut groups = MemoryConsumer::new("GroupedHashAggregateStream[0]")
+        let groups = MemoryConsumer::new("GroupedHashAggregateStream[0]")
             .with_can_spill(true)
             .register(&pool);
         groups.try_grow(100).unwrap();
         assert!(groups.try_grow(1).is_err());
-        let mut join = MemoryConsumer::new("HashJoinInput").register(&pool);
+        let join = MemoryConsumer::new("HashJoinInput").register(&pool);
         join.try_grow(1_000).unwrap();
     }
 }
