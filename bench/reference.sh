@@ -12,7 +12,8 @@
 # Usage: bench/reference.sh [SCALE] [WORKDIR]      SCALE: 0.25, 0.5, 1 (default 1)
 #        SCALES="0.25 0.5 1" bench/reference.sh [SCALE] [WORKDIR]   (SCALE unused)
 #          repeats the turnlake phases at each scale instead and prints time
-#          per phase per scale with its growth against the scale (linearity).
+#          and peak RSS per phase per scale, its growth against the scale
+#          and the straight line through its times (linearity).
 # PROFILE=debug reuses the test build; BIN=path runs that binary. The peers
 # are installed once into ${TURNLAKE_TOOLS:-~/.cache/turnlake-tools}/bench-py.
 set -euo pipefail
@@ -65,21 +66,39 @@ pipeline() {
 }
 PHASES="ingest_albedo ingest_mini_coder credit stats select mix validate export_sft"
 
+# The least-squares line through "scale seconds" points: time = fixed + per
+# 1x times scale, and the point farthest off it, as a share of the line's
+# time there. A step's start (opening the lake, planning) is the fixed part,
+# which makes the first-to-last growth read below 1 at small scales.
+line_fit() {
+  awk 'BEGIN { w = -1 } { s[NR] = $1; t[NR] = $2; ms += $1; mt += $2 }
+    END {
+      n = NR; ms /= n; mt /= n
+      for (i = 1; i <= n; i++) { sxy += (s[i] - ms) * (t[i] - mt); sxx += (s[i] - ms) ^ 2 }
+      b = sxx > 0 ? sxy / sxx : 0; a = mt - b * ms
+      for (i = 1; i <= n; i++) {
+        f = a + b * s[i]; d = (t[i] - f) / (f > 0 ? f : 0.001)
+        if (d < 0 ? -d > w : d > w) { w = d < 0 ? -d : d; wd = d; ws = s[i] }
+      }
+      printf "%.2f s + %.2f s per 1× (%s×: %+.0f%%)", a, b, ws, wd * 100
+    }'
+}
+
 if [ -n "${SCALES:-}" ]; then
   base=$WORK; read -r -a scales <<< "$SCALES"
   for s in "${scales[@]}"; do WORK="$base/scale-$s"; mkdir -p "$WORK"; pipeline "$s"; done
   echo
-  echo "| phase |$(for s in "${scales[@]}"; do printf ' %s× |' "$s"; done) growth ÷ scale, first to last (1.00: linear) |"
-  echo "|---|$(for s in "${scales[@]}"; do printf -- '---|'; done)---|"
+  echo "| phase |$(for s in "${scales[@]}"; do printf ' %s× |' "$s"; done) growth ÷ scale, first to last (1.00: linear) | straight line through the points: fixed + per 1× (farthest point off it) |"
+  echo "|---|$(for s in "${scales[@]}"; do printf -- '---|'; done)---|---|"
   for p in $PHASES; do
-    row="| $p |"; first=""; last=""
+    row="| $p |"; first=""; last=""; points=""
     for s in "${scales[@]}"; do
       WORK="$base/scale-$s"; t=$(secs "$p"); row+=" ${t} s, $(rss "$p") |"
-      first=${first:-$t}; last=$t
+      first=${first:-$t}; last=$t; points+="$s $t"$'\n'
     done
     row+=$(awk -v a="$first" -v b="$last" -v sa="${scales[0]}" -v sb="${scales[-1]}" \
       'BEGIN { printf " %.2f |", (b / (a > 0 ? a : 0.001)) / (sb / sa) }')
-    echo "$row"
+    echo "$row $(printf '%s' "$points" | line_fit) |"
   done
   row="| reference build: the phases above |"; totals=()
   for s in "${scales[@]}"; do
@@ -87,7 +106,7 @@ if [ -n "${SCALES:-}" ]; then
     row+=" ${totals[-1]} s |"
   done
   echo "$row$(awk -v a="${totals[0]}" -v b="${totals[-1]}" -v sa="${scales[0]}" -v sb="${scales[-1]}" \
-    'BEGIN { printf " %.2f |", (b / (a > 0 ? a : 0.001)) / (sb / sa) }')"
+    'BEGIN { printf " %.2f |", (b / (a > 0 ? a : 0.001)) / (sb / sa) }') $(for i in "${!scales[@]}"; do echo "${scales[$i]} ${totals[$i]}"; done | line_fit) |"
   exit 0
 fi
 
