@@ -32,7 +32,6 @@ use datafusion::error::DataFusionError;
 use datafusion::execution::FunctionRegistry;
 use datafusion::logical_expr::Expr;
 use datafusion::prelude::{cast, col, ident, lit, ParquetReadOptions, SessionContext};
-use sha2::{Digest, Sha256};
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -189,7 +188,7 @@ pub async fn prepare_runs(
         add_counts(&mut tally, &q("SELECT * FROM part_tally").await?);
         let ids = q("SELECT DISTINCT instance_id FROM part_finish_rows").await?;
         let ids = strings(&ids, "instance_id").into_iter().flatten();
-        instances.extend(ids.map(|id| instance_digest(&id)));
+        instances.extend(ids.map(|id| super::id_digest(&id)));
         best = keep_finish(&session, std::mem::take(&mut best)).await?;
         if part + 1 == parts.count() {
             gated.add(&session, "finish_best", None).await?;
@@ -199,17 +198,6 @@ pub async fn prepare_runs(
     let mut counts = tally.to_vec();
     counts.push(("finish_instances", instances.len() as i64));
     register_counts(ctx, "runs_tally", &counts)
-}
-
-/// The first 128 bits of the sha256 of an instance id: two of n distinct ids
-/// share one with a chance of about n²/2¹²⁹ (below 10⁻²⁶ for a million).
-fn instance_digest(id: &str) -> u128 {
-    let digest = Sha256::digest(id.as_bytes());
-    u128::from_be_bytes(
-        digest[..16]
-            .try_into()
-            .expect("a sha256 digest has 32 bytes"),
-    )
 }
 
 /// finish_mini's rows kept after this part: `sql/finish_keep.sql` over the

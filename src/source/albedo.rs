@@ -36,8 +36,11 @@ pub struct AlbedoOptions {
 
 /// The traj_id of one duel side.
 pub fn traj_id(eval_run_id: &str, sample_id: &str, side: &str) -> String {
-    format!("albedo/{eval_run_id}/{sample_id}/{side}")
+    format!("{TRAJ_PREFIX}{eval_run_id}/{sample_id}/{side}")
 }
+
+/// How every Albedo `traj_id` starts.
+pub const TRAJ_PREFIX: &str = "albedo/";
 
 /// One eval-run folder and the artifacts found in it.
 #[derive(Debug, Clone)]
