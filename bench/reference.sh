@@ -67,8 +67,8 @@ pipeline() {
 PHASES="ingest_albedo ingest_mini_coder credit stats select mix validate export_sft"
 
 # The least-squares line through "scale seconds" points: time = fixed + per
-# 1x times scale, and the point farthest off it, as a share of the line's
-# time there. A step's start (opening the lake, planning) is the fixed part,
+# 1x times scale, and the point farthest off it, as a share of its measured
+# time. A step's start (opening the lake, planning) is the fixed part,
 # which makes the first-to-last growth read below 1 at small scales.
 line_fit() {
   awk 'BEGIN { w = -1 } { s[NR] = $1; t[NR] = $2; ms += $1; mt += $2 }
@@ -77,7 +77,7 @@ line_fit() {
       for (i = 1; i <= n; i++) { sxy += (s[i] - ms) * (t[i] - mt); sxx += (s[i] - ms) ^ 2 }
       b = sxx > 0 ? sxy / sxx : 0; a = mt - b * ms
       for (i = 1; i <= n; i++) {
-        f = a + b * s[i]; d = (t[i] - f) / (f > 0 ? f : 0.001)
+        f = a + b * s[i]; d = (t[i] - f) / (t[i] > 0 ? t[i] : 0.001)
         if (d < 0 ? -d > w : d > w) { w = d < 0 ? -d : d; wd = d; ws = s[i] }
       }
       printf "%.2f s + %.2f s per 1× (%s×: %+.0f%%)", a, b, ws, wd * 100
@@ -88,7 +88,7 @@ if [ -n "${SCALES:-}" ]; then
   base=$WORK; read -r -a scales <<< "$SCALES"
   for s in "${scales[@]}"; do WORK="$base/scale-$s"; mkdir -p "$WORK"; pipeline "$s"; done
   echo
-  echo "| phase |$(for s in "${scales[@]}"; do printf ' %s× |' "$s"; done) growth ÷ scale, first to last (1.00: linear) | straight line through the points: fixed + per 1× (farthest point off it) |"
+  echo "| phase |$(for s in "${scales[@]}"; do printf ' %s× |' "$s"; done) growth ÷ scale, first to last (1.00: linear) | straight line through the times: fixed + per 1× (the point farthest off it: measured − line, share of measured) |"
   echo "|---|$(for s in "${scales[@]}"; do printf -- '---|'; done)---|---|"
   for p in $PHASES; do
     row="| $p |"; first=""; last=""; points=""
