@@ -17,7 +17,7 @@
 //! sources (mini-coder's, most of the lake) are never opened: a `traj_id`
 //! range alone prunes their row groups, but only after reading every
 //! file's footer, once per bucket and scan, which made `credit` grow with
-//! the square of the lake (4.8× the time at 4×).
+//! the square of the lake (7× the time at 4×).
 
 use datafusion::dataframe::DataFrame;
 use datafusion::functions_aggregate::expr_fn::{max, min};

@@ -118,10 +118,7 @@ impl KnownTrajectories {
 
     /// Forget the trajectories of eval run `eval_run_id`.
     fn forget_run(&mut self, eval_run_id: &str) {
-        let prefix = format!(
-            "{}/",
-            albedo::traj_id(eval_run_id, "", "").trim_end_matches('/')
-        );
+        let prefix = albedo::run_traj_prefix(eval_run_id);
         self.albedo.retain(|t| !t.starts_with(&prefix));
     }
 }
@@ -369,10 +366,7 @@ async fn delete_run(lake: &Lake, eval_run_id: &str) -> Result<(), LakeError> {
         lake.delete_where(table, col("eval_run_id").eq(lit(eval_run_id)))
             .await?;
     }
-    let prefix = format!(
-        "{}/",
-        albedo::traj_id(eval_run_id, "", "").trim_end_matches('/')
-    );
+    let prefix = albedo::run_traj_prefix(eval_run_id);
     for table in ["messages", "turns"] {
         lake.delete_where(table, starts_with(col("traj_id"), lit(prefix.as_str())))
             .await?;

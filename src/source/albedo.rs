@@ -42,6 +42,11 @@ pub fn traj_id(eval_run_id: &str, sample_id: &str, side: &str) -> String {
 /// How every Albedo `traj_id` starts.
 pub const TRAJ_PREFIX: &str = "albedo/";
 
+/// How every `traj_id` of eval run `eval_run_id` starts.
+pub fn run_traj_prefix(eval_run_id: &str) -> String {
+    format!("{TRAJ_PREFIX}{eval_run_id}/")
+}
+
 /// One eval-run folder and the artifacts found in it.
 #[derive(Debug, Clone)]
 pub struct RunFolder {
