@@ -73,17 +73,17 @@ async fn register_step(
             let c = super::select::load_config(config)?;
             crate::pipeline::mix::register_quota(ctx, &c.mix).await?;
         }
-        "mix_report" | "train_turns" if config.is_none() => {
+        "mix_report" | "mix_report_input" | "train_turns" if config.is_none() => {
+            // Over the whole mix: the report's chunks are a hash's shares of these views.
+            use crate::pipeline::{mix, sqlstep::run_script};
             let _ = ctx.deregister_table("rows_in");
             ctx.sql("CREATE VIEW rows_in AS SELECT * FROM sft_mix")
                 .await?;
+            if step != "train_turns" {
+                run_script(ctx, "sql/train_turns.sql", mix::TRAIN_TURNS_SQL).await?;
+            }
             if step == "mix_report" {
-                crate::pipeline::sqlstep::run_script(
-                    ctx,
-                    "sql/train_turns.sql",
-                    crate::pipeline::mix::TRAIN_TURNS_SQL,
-                )
-                .await?;
+                run_script(ctx, mix::REPORT_INPUT_SQL_FILE, mix::REPORT_INPUT_SQL).await?;
             }
         }
         _ if config.is_some() => {

@@ -118,7 +118,7 @@ pub enum SelectError {
     Step(#[from] super::step::StepError),
     #[error("registering the select config")]
     Config(#[source] datafusion::error::DataFusionError),
-    #[error("creating a scratch folder for the selection's candidates")]
+    #[error("creating a scratch folder for the step's intermediate tables")]
     Scratch(#[source] std::io::Error),
 }
 

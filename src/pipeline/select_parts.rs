@@ -25,13 +25,12 @@ use arrow::array::{ArrayRef, Int64Array};
 use arrow::datatypes::{Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 use datafusion::catalog::TableProvider;
-use datafusion::dataframe::DataFrameWriteOptions;
 use datafusion::datasource::listing::ListingTable;
 use datafusion::datasource::MemTable;
 use datafusion::error::DataFusionError;
 use datafusion::execution::FunctionRegistry;
 use datafusion::logical_expr::Expr;
-use datafusion::prelude::{cast, col, ident, lit, ParquetReadOptions, SessionContext};
+use datafusion::prelude::{cast, col, ident, lit, SessionContext};
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -54,14 +53,6 @@ pub const KEEP_SQL: &str = include_str!("../../sql/finish_keep.sql");
 /// `ceil(verified / PART_RUNS)` buckets of a hash): a part's joins hold
 /// about 0.5 kB per run, so a part's stay near 50 MB.
 pub const PART_RUNS: usize = 100_000;
-
-/// Rows per row group of the parts' files. The split writes every part's
-/// file at once, and the parts grow with the lake (`select`'s peak, 275 MB
-/// at 4x the reference corpus against 210 MB at 1x, was the split's): each
-/// file holds its row group until it is full, and the metadata of every row
-/// group it wrote until it closes. So the parts' files have small row groups
-/// and no statistics (a part is read whole).
-const SPLIT_ROW_GROUP_ROWS: usize = 16 * 1024;
 
 /// How the selection splits its candidates: buckets of whole eval runs of at
 /// most `bucket_sides` judged sides (where an eval run is smaller), parts of
@@ -230,23 +221,11 @@ async fn split(ctx: &SessionContext, parts: usize) -> Result<Parts, SelectError>
     let dir = scratch.folder("runs").await.map_err(&err)?;
     let hash_part = ctx.udf("hash_part").map_err(&err)?;
     let part = hash_part.call(vec![col("traj_id"), lit(parts as i64)]);
-    // Every part's file is open at once: each holds a row group of its own.
-    let mut options = scratch::parquet_options();
-    options.global.max_row_group_size = SPLIT_ROW_GROUP_ROWS;
-    options.global.statistics_enabled = Some("none".into());
     let mut schemas = Vec::new();
     for table in ["run_turns", "run_trajectories"] {
         let frame = ctx.table(table).await.map_err(&err)?;
         schemas.push((table, Arc::new(frame.schema().as_arrow().clone())));
-        let path = dir.join(table);
-        frame
-            .with_column("part", part.clone())
-            .map_err(&err)?
-            .write_parquet(
-                &path.to_string_lossy(),
-                DataFrameWriteOptions::new().with_partition_by(vec!["part".into()]),
-                Some(options.clone()),
-            )
+        scratch::write_parts(frame, part.clone(), &dir.join(table))
             .await
             .map_err(&err)?;
     }
@@ -278,27 +257,12 @@ impl Parts {
         };
         let err = EngineError::query(format!("{RUNS_SQL_FILE}: reading part {part} of the runs"));
         let session = engine::sub_session(ctx);
-        // Plain strings, as the step's lake tables give them.
-        engine::run_sql(
-            &session,
-            "SET datafusion.execution.parquet.schema_force_view_types = false",
-            RUNS_SQL_FILE,
-        )
-        .await?;
         for (table, schema) in schemas {
-            let folder: PathBuf = dir.join(table).join(format!("part={part}"));
-            match folder.is_dir() {
-                true => session
-                    .register_parquet(
-                        *table,
-                        &format!("{}/", folder.to_string_lossy()),
-                        ParquetReadOptions::default(),
-                    )
-                    .await
-                    .map_err(&err)?,
-                // No run of the lake fell in this part.
-                false => register(&session, table, schema.clone(), Vec::new())?,
-            }
+            // No rows where no run of the lake fell in this part.
+            let rows = scratch::part_table(&dir.join(table), part, schema)
+                .await
+                .map_err(&err)?;
+            session.register_table(*table, rows).map_err(&err)?;
         }
         Ok(session)
     }

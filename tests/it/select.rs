@@ -505,6 +505,47 @@ fn synthetic_products_reconcile_and_match_their_shares() {
         rounded(serde_json::to_value(&chunked).unwrap()),
         rounded(whole.clone())
     );
+    // Its counts are those of sql/mix_report.sql run over the whole mix at
+    // once, straight on the lake's tables (no chunks, no scratch files).
+    let report_sql = Path::new(env!("CARGO_MANIFEST_DIR")).join("sql/mix_report.sql");
+    for (view, key, field) in [
+        ("mix_cmd", "cmd_kind", "commands"),
+        ("mix_tags", "tag", "tags"),
+        ("credit_set_categories", "category", "credit_categories"),
+    ] {
+        let query = format!("SELECT {key}, turns FROM {view} ORDER BY {key}");
+        let o = ok(run(
+            &lake,
+            &[
+                "sql",
+                "-f",
+                report_sql.to_str().unwrap(),
+                &query,
+                "--format",
+                "ndjson",
+            ],
+        ));
+        let mut expected: Vec<(String, i64)> = stdout(&o)
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .map(|v| {
+                (
+                    v[key].as_str().unwrap_or("").to_string(),
+                    v["turns"].as_i64().unwrap(),
+                )
+            })
+            .collect();
+        let mut counted: Vec<(String, i64)> = whole[field]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| (c[0].as_str().unwrap().to_string(), c[1].as_i64().unwrap()))
+            .collect();
+        expected.sort();
+        counted.sort();
+        assert!(!expected.is_empty(), "{view}");
+        assert_eq!(counted, expected, "{view}");
+    }
     // The whole report adds up: rows per mix, and commands' turns to the train turns.
     let mixes = whole["mixes"].as_array().unwrap();
     let rows_of = |m: &Value| m["rows"].as_i64().unwrap();
