@@ -18,8 +18,8 @@ use datafusion::datasource::listing::{
     ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
 };
 use datafusion::error::Result;
-use datafusion::logical_expr::Expr;
-use datafusion::prelude::SessionContext;
+use datafusion::execution::FunctionRegistry;
+use datafusion::prelude::{col, lit, SessionContext};
 
 /// The folder a session keeps its tables in; each table gets a folder of
 /// its own, numbered (sessions that share the scratch may each create a
@@ -120,10 +120,21 @@ pub async fn write(frame: DataFrame, folder: &Path) -> Result<()> {
 /// have small row groups and no statistics (a part is read whole).
 const PART_ROW_GROUP_ROWS: usize = 16 * 1024;
 
-/// Write the rows of `frame` into `folder`, split into parts by the value of
-/// `part` (a hash of `traj_id`, say): a folder `part=N` for each part that
-/// has rows, written in one pass over `frame`'s input.
-pub async fn write_parts(frame: DataFrame, part: Expr, folder: &Path) -> Result<()> {
+/// Write the rows of `table` in `session` into `folder`, split into `parts`
+/// parts by `hash_part(traj_id, parts)`: a folder `part=N` for each part
+/// that has rows, in one pass over the table's input. Returns the rows'
+/// schema, which [`part_table`] reads a part under.
+pub async fn write_parts(
+    session: &SessionContext,
+    table: &str,
+    parts: usize,
+    folder: &Path,
+) -> Result<SchemaRef> {
+    let frame = session.table(table).await?;
+    let schema = Arc::new(frame.schema().as_arrow().clone());
+    let part = session
+        .udf("hash_part")?
+        .call(vec![col("traj_id"), lit(parts as i64)]);
     let mut options = parquet_options();
     options.global.max_row_group_size = PART_ROW_GROUP_ROWS;
     options.global.statistics_enabled = Some("none".into());
@@ -135,11 +146,11 @@ pub async fn write_parts(frame: DataFrame, part: Expr, folder: &Path) -> Result<
             Some(options),
         )
         .await?;
-    Ok(())
+    Ok(schema)
 }
 
-/// A table over part `part` of what [`write_parts`] wrote into `folder` from
-/// rows of `schema` (without the `part` column); no rows where the part got none.
+/// A table over part `part` of what [`write_parts`] wrote into `folder`,
+/// under the schema it returned; no rows where the part got none.
 pub async fn part_table(
     folder: &Path,
     part: usize,

@@ -4,8 +4,7 @@
 use arrow::array::{ArrayRef, Int64Array, StringArray};
 use arrow::record_batch::RecordBatch;
 use datafusion::datasource::MemTable;
-use datafusion::execution::FunctionRegistry;
-use datafusion::prelude::{col, lit, SessionContext};
+use datafusion::prelude::SessionContext;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -312,15 +311,13 @@ async fn report(
         )
         .await?,
     );
-    let hash_part = session.udf("hash_part").map_err(&err)?;
-    let chunk_of = hash_part.call(vec![col("traj_id"), lit(chunks as i64)]);
     let mut schemas = Vec::new();
     for (view, _) in REPORT_CHUNKED {
-        let frame = session.table(view).await.map_err(&err)?;
-        schemas.push(frame.schema().as_arrow().clone());
-        scratch::write_parts(frame, chunk_of.clone(), &scratch.path().join(view))
+        let folder = scratch.path().join(view);
+        let schema = scratch::write_parts(&session, view, chunks, &folder)
             .await
             .map_err(&err)?;
+        schemas.push(schema);
     }
     for chunk in 0..chunks {
         let err = EngineError::query(format!(

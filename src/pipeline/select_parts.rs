@@ -28,7 +28,6 @@ use datafusion::catalog::TableProvider;
 use datafusion::datasource::listing::ListingTable;
 use datafusion::datasource::MemTable;
 use datafusion::error::DataFusionError;
-use datafusion::execution::FunctionRegistry;
 use datafusion::logical_expr::Expr;
 use datafusion::prelude::{cast, col, ident, lit, SessionContext};
 use std::collections::HashSet;
@@ -219,15 +218,12 @@ async fn split(ctx: &SessionContext, parts: usize) -> Result<Parts, SelectError>
         ))
     })?;
     let dir = scratch.folder("runs").await.map_err(&err)?;
-    let hash_part = ctx.udf("hash_part").map_err(&err)?;
-    let part = hash_part.call(vec![col("traj_id"), lit(parts as i64)]);
     let mut schemas = Vec::new();
     for table in ["run_turns", "run_trajectories"] {
-        let frame = ctx.table(table).await.map_err(&err)?;
-        schemas.push((table, Arc::new(frame.schema().as_arrow().clone())));
-        scratch::write_parts(frame, part.clone(), &dir.join(table))
+        let schema = scratch::write_parts(ctx, table, parts, &dir.join(table))
             .await
             .map_err(&err)?;
+        schemas.push((table, schema));
     }
     Ok(Parts::Split {
         dir,
