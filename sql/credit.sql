@@ -4,7 +4,7 @@
 --   tag_weights(tag, weight), credit_params(split_multi, default_weight).
 -- Writes: credit_citations, turn_credit, side_credit.
 
--- One row per (judgment, cited output), with the question's tag.
+-- One row per (judgment, cited output).
 CREATE VIEW cited AS
 SELECT j.traj_id, j.eval_run_id, j.sample_id, j.side, j.question_id, j.answer,
        cardinality(j.cited_outputs) AS n_cited,
@@ -12,10 +12,11 @@ SELECT j.traj_id, j.eval_run_id, j.sample_id, j.side, j.question_id, j.answer,
 FROM judgments j
 WHERE j.answer IS NOT NULL AND cardinality(j.cited_outputs) > 0;
 
--- Each citation's weight and whether it names a real scored turn of that side.
+-- Each citation's weight, whether it names a real scored turn of that side,
+-- and its question's tag and category.
 CREATE VIEW credit_citations_v AS
 SELECT c.traj_id, c.eval_run_id, c.sample_id, c.side, c.question_id, c.answer, c.candidate_n,
-       u.t, q.tag,
+       u.t, q.tag, q.category,
        coalesce(w.weight, p.default_weight)
          * CASE WHEN p.split_multi THEN 1.0 / c.n_cited ELSE 1.0 END AS weight,
        u.t IS NOT NULL AS valid,

@@ -25,18 +25,20 @@
 //! | `question_kinds(question)` | the command kinds a checklist question is about |
 //! | `question_targets(question)` | the paths, symbols and commands a question quotes |
 //!
-//! Two more serve the selection, which runs in parts (`format_gate` in
-//! `sql/select_sides.sql` and `sql/select_runs.sql`, one copy of the rule;
-//! `hash_part` to split the mini-coder runs into parts):
+//! Three more serve the pipeline's steps, which run in parts (`format_gate`
+//! in `sql/select_sides.sql` and `sql/select_runs.sql`, one copy of the
+//! rule; `hash_part` to split the mini-coder runs into parts; `hash_key` for
+//! the mix report's joins with the lake, sql/mix_report_input.sql):
 //!
 //! | UDF | returns |
 //! |---|---|
 //! | `format_gate(n_bash_blocks, think_unclosed, repeats_in_row)` | why the format gate demotes a train turn, or null |
 //! | `hash_part(text, parts)` | which of `parts` parts `text` falls in (a fixed hash of its bytes) |
+//! | `hash_key(text)` | that fixed 64-bit hash: a key 8 bytes wide for a join that keeps a superset, an exact join on the text following |
 
 use arrow::array::{
     Array, ArrayRef, AsArray, BooleanArray, Float64Array, Int32Array, Int32Builder, Int64Array,
-    ListBuilder, StringArray, StringBuilder,
+    ListBuilder, StringArray, StringBuilder, UInt64Array,
 };
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, Field};
@@ -331,26 +333,35 @@ fn format_gate(a: &[ArrayRef]) -> Result<ArrayRef> {
 }
 
 fn hash_part(a: &[ArrayRef]) -> Result<ArrayRef> {
-    let text = cast(&a[0], &DataType::Utf8)?;
+    let hashes = text_hashes(&a[0])?;
     let parts = cast(&a[1], &DataType::Int64)?;
-    let (text, parts) = (
-        text.as_string::<i32>(),
-        parts.as_primitive::<arrow::datatypes::Int64Type>(),
-    );
+    let parts = parts.as_primitive::<arrow::datatypes::Int64Type>();
     Ok(Arc::new(
-        (0..text.len())
-            .map(|i| {
-                let n = parts
-                    .is_valid(i)
-                    .then(|| parts.value(i))
-                    .filter(|n| *n > 0)?;
-                let h = text
-                    .is_valid(i)
-                    .then(|| word_hash(text.value(i).as_bytes()))?;
-                Some((h % n as u64) as i64)
-            })
+        hashes
+            .iter()
+            .zip(parts.iter())
+            .map(|(h, n)| Some((h? % n.filter(|n| *n > 0)? as u64) as i64))
             .collect::<Int64Array>(),
     ))
+}
+
+fn hash_key(a: &[ArrayRef]) -> Result<ArrayRef> {
+    Ok(Arc::new(text_hashes(&a[0])?))
+}
+
+/// [`word_hash`] of each text of a string array of any kind, read in place
+/// (a cast of the lake's string views to plain strings would copy them).
+fn text_hashes(texts: &ArrayRef) -> Result<UInt64Array> {
+    let hash = |t: Option<&str>| t.map(|t| word_hash(t.as_bytes()));
+    Ok(match texts.data_type() {
+        DataType::Utf8View => texts.as_string_view().iter().map(hash).collect(),
+        DataType::LargeUtf8 => texts.as_string::<i64>().iter().map(hash).collect(),
+        _ => cast(texts, &DataType::Utf8)?
+            .as_string::<i32>()
+            .iter()
+            .map(hash)
+            .collect(),
+    })
 }
 
 /// A 64-bit hash of `bytes`, eight at a time, with murmur3's finalizer:
@@ -382,13 +393,16 @@ fn selection_udfs() -> Vec<Udf> {
         .into_iter()
         .map(|n| vec![n, DataType::Boolean, DataType::Boolean])
         .collect();
-    let part = [DataType::Utf8, DataType::LargeUtf8, DataType::Utf8View]
-        .into_iter()
-        .map(|t| vec![t, DataType::Int64])
+    let text = [DataType::Utf8, DataType::LargeUtf8, DataType::Utf8View];
+    let part = text
+        .iter()
+        .map(|t| vec![t.clone(), DataType::Int64])
         .collect();
+    let texts = text.iter().map(|t| vec![t.clone()]).collect();
     vec![
         Udf::typed("format_gate", DataType::Utf8, gate, format_gate),
         Udf::typed("hash_part", DataType::Int64, part, hash_part),
+        Udf::typed("hash_key", DataType::UInt64, texts, hash_key),
     ]
 }
 
@@ -540,6 +554,49 @@ mod tests {
                 Some("unclosed <think>".into()),
                 Some("repeats another train turn's command".into()),
             ]
+        );
+    }
+
+    #[tokio::test]
+    async fn hash_key_is_the_hash_that_parts_divide_whatever_the_string_kind() {
+        let ctx = SessionContext::new();
+        register_all(&ctx);
+        let sql = "SELECT hash_key(t) AS k, hash_key(arrow_cast(t, 'Utf8View')) AS kv, \
+                          hash_key(arrow_cast(t, 'LargeUtf8')) AS kl, hash_part(t, 7) AS p \
+                   FROM (VALUES ('albedo/run-1/sample:3/challenger'), ('mini_coder/é/x'), (''), \
+                                ('albedo/run-1/sample:3/previous_king'), (NULL)) AS v(t)";
+        let batches = ctx.sql(sql).await.unwrap().collect().await.unwrap();
+        let keys = |name: &str| -> Vec<Option<u64>> {
+            batches
+                .iter()
+                .flat_map(|b| {
+                    let c = b
+                        .column_by_name(name)
+                        .unwrap()
+                        .as_primitive::<arrow::datatypes::UInt64Type>();
+                    c.iter().collect::<Vec<_>>()
+                })
+                .collect()
+        };
+        let (k, kv, kl) = (keys("k"), keys("kv"), keys("kl"));
+        assert_eq!(k, kv, "views hash as plain strings");
+        assert_eq!(k, kl, "large strings hash as plain strings");
+        assert_eq!(k[4], None, "a null text has no key");
+        assert_ne!(k[0], k[3], "two sides of a sample have their own keys");
+        let parts: Vec<Option<i64>> = batches
+            .iter()
+            .flat_map(|b| {
+                b.column_by_name("p")
+                    .unwrap()
+                    .as_primitive::<arrow::datatypes::Int64Type>()
+                    .iter()
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let from_keys: Vec<Option<i64>> = k.iter().map(|k| k.map(|k| (k % 7) as i64)).collect();
+        assert_eq!(
+            parts, from_keys,
+            "a text's part is its key modulo the parts"
         );
     }
 }

@@ -61,7 +61,8 @@ pub fn keep_tables_in(ctx: &SessionContext, dir: &Path) {
 /// (10 MiB) is sized for object-store upload parts; a scratch file goes to
 /// local disk, and with a few files open per table the default buffers were
 /// a third of `select`'s heap peak at 4x (54 of 146 MB). `select`'s split
-/// of the runs has a file open per part.
+/// of the runs and the mix report's pass have a file open per part, and the
+/// parts grow with the lake (the report's buffers: 15 MB at 4x, 4 at 1x).
 const WRITE_BUFFER_BYTES: usize = 256 << 10;
 
 /// Where `ctx` keeps its tables, if it was given a folder.
@@ -100,9 +101,21 @@ pub async fn store(
     table_over(&[folder], &schema)
 }
 
+/// `frame`, written through [`WRITE_BUFFER_BYTES`] buffers whatever its
+/// session's setting (the mix report's pass writes from a step's session).
+fn small_buffers(frame: DataFrame) -> DataFrame {
+    let (mut state, plan) = frame.into_parts();
+    state
+        .config_mut()
+        .options_mut()
+        .execution
+        .objectstore_writer_buffer_size = WRITE_BUFFER_BYTES;
+    DataFrame::new(state, plan)
+}
+
 /// Write the rows of `frame` as Parquet files into `folder`.
 pub async fn write(frame: DataFrame, folder: &Path) -> Result<()> {
-    frame
+    small_buffers(frame)
         .write_parquet(
             &format!("{}/", folder.display()),
             DataFrameWriteOptions::new(),
@@ -112,13 +125,20 @@ pub async fn write(frame: DataFrame, folder: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Rows per row group of a table split into parts ([`write_parts`]). Every
-/// part's file is written at once, and the parts grow with the lake
-/// (`select`'s peak, 275 MB at 4x the reference corpus against 210 MB at 1x,
-/// was its split's): each file holds its row group until it is full, and the
-/// metadata of every row group it wrote until it closes. So the parts' files
-/// have small row groups and no statistics (a part is read whole).
-const PART_ROW_GROUP_ROWS: usize = 16 * 1024;
+/// Rows held in row groups being filled, over every part of a table split
+/// into parts ([`write_parts`]). Every part's file is written at once, and
+/// each holds its row group until it is full (and the metadata of every row
+/// group it wrote until it closes); the parts grow with the lake, so each
+/// part's row groups are a share of this (`select`'s peak, 275 MB at 4x the
+/// reference corpus against 210 MB at 1x, was its split's). The parts' files
+/// have no statistics: a part is read whole.
+const PART_BUFFERED_ROWS: usize = 64 * 1024;
+
+/// The row groups of one of `parts` parts: its share of
+/// [`PART_BUFFERED_ROWS`], at least a page's worth and at most 16k rows.
+fn part_row_group_rows(parts: usize) -> usize {
+    (PART_BUFFERED_ROWS / parts.max(1)).clamp(1024, 16 * 1024)
+}
 
 /// Write the rows of `table` in `session` into `folder`, split into `parts`
 /// parts by `hash_part(traj_id, parts)`: a folder `part=N` for each part
@@ -136,10 +156,9 @@ pub async fn write_parts(
         .udf("hash_part")?
         .call(vec![col("traj_id"), lit(parts as i64)]);
     let mut options = parquet_options();
-    options.global.max_row_group_size = PART_ROW_GROUP_ROWS;
+    options.global.max_row_group_size = part_row_group_rows(parts);
     options.global.statistics_enabled = Some("none".into());
-    frame
-        .with_column("part", part)?
+    small_buffers(frame.with_column("part", part)?)
         .write_parquet(
             &format!("{}/", folder.display()),
             DataFrameWriteOptions::new().with_partition_by(vec!["part".into()]),

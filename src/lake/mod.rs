@@ -626,16 +626,15 @@ impl Lake {
             &one_partition,
         )
         .map_err(delta)?;
+        // A lake written before a schema gained a nullable column takes it
+        // on, whether rows are added or replaced.
         let mut write = input(table.write(Vec::new()))
             .with_session_state(Arc::new(session.state()))
             .with_save_mode(mode)
+            .with_schema_mode(deltalake::operations::write::SchemaMode::Merge)
             .with_partition_columns(schema.partition_by.clone())
             .with_configuration([("delta.enableExpiredLogCleanup", Some("false"))])
             .with_writer_properties(writer_properties());
-        if mode == SaveMode::Append {
-            // A lake written before a schema gained a nullable column takes it on.
-            write = write.with_schema_mode(deltalake::operations::write::SchemaMode::Merge);
-        }
         if let Some(p) = provenance {
             write = write.with_commit_properties(
                 CommitProperties::default().with_metadata([("turnlake".to_string(), p)]),

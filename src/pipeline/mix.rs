@@ -83,21 +83,17 @@ pub struct MixReport {
 /// Bytes each of the mix's sorts (one per partition) holds before it
 /// spills: sft_mix is written in row_id order, a sort of every row it keeps.
 /// Well above a batch of rows, which a sort must hold whole.
-const SORT_BUDGET: usize = 16 << 20;
+const SORT_BUDGET: usize = 4 << 20;
 
 /// Rows of sft_mix per chunk of the report, about: a chunk's joins hold its
-/// rows and their train turns (about 0.5 kB a row), so they stay near 20 MB
-/// however large the mix.
-const REPORT_CHUNK_ROWS: usize = 40_000;
+/// rows and their train turns (about 0.7 kB a row), so they stay near 7 MB
+/// however large the mix. Small, so that a chunk's size hardly depends on
+/// how the mix divides into chunks (with 40,000, chunks held 24,000 rows at
+/// 1x the reference corpus and 36,000 at 4x).
+const REPORT_CHUNK_ROWS: usize = 10_000;
 
 /// The tables sql/mix_report_input.sql reads besides `rows_in`.
-const REPORT_READS: [&str; 5] = [
-    "sft_mix",
-    "turns",
-    "turn_credit",
-    "credit_citations",
-    "questions",
-];
+const REPORT_READS: [&str; 4] = ["sft_mix", "turns", "turn_credit", "credit_citations"];
 
 /// The views of sql/mix_report_input.sql written in chunks, each with the
 /// name a chunk's session reads it by.
@@ -296,6 +292,7 @@ async fn report(
     ));
     let session = engine::sub_session(ctx);
     joins_as_written(&session);
+    joins_collect_left(&session);
     for table in REPORT_READS {
         let provider = ctx.table_provider(table).await.map_err(&err)?;
         session.register_table(table, provider).map_err(&err)?;
@@ -345,6 +342,16 @@ fn joins_as_written(session: &SessionContext) {
     let state = session.state_ref();
     let mut state = state.write();
     state.config_mut().options_mut().optimizer.join_reordering = false;
+}
+
+/// Every join in `session` collects its build side once and streams the
+/// other side's partitions past it (the pass builds on the mix's keys, a
+/// few MB: repartitioning every turn of the lake by key cost more than the
+/// join).
+fn joins_collect_left(session: &SessionContext) {
+    let state = session.state_ref();
+    let mut state = state.write();
+    state.config_mut().options_mut().optimizer.repartition_joins = false;
 }
 
 /// The mix's reproduction table.

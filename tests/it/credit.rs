@@ -86,6 +86,20 @@ fn fixture_credit_blame_and_invalid_citations() {
             .map(|r| r.iter().map(|s| s.to_string()).collect::<Vec<_>>())
             .collect::<Vec<_>>()
     );
+    // Each citation carries its question's category, which the mix report counts.
+    let categories = sql(
+        &lake,
+        "SELECT count(c.category), count(*) FILTER (WHERE c.category IS DISTINCT FROM q.category) \
+         FROM credit_citations c JOIN questions q USING (eval_run_id, sample_id, question_id)",
+    );
+    assert_ne!(
+        categories[0][0], "0",
+        "the fixture's questions have categories"
+    );
+    assert_eq!(
+        categories[0][1], "0",
+        "every citation has its question's category"
+    );
     let invalid = sql(
         &lake,
         "SELECT candidate_n, reason FROM credit_citations WHERE NOT valid",

@@ -719,3 +719,62 @@ fn partition_filters_prune_files_and_bool_casts_answer_as_case() {
     let failed_shares: Vec<f64> = all.iter().filter_map(|r| r[3].parse().ok()).collect();
     assert!(failed_shares.iter().any(|s| *s > 0.0), "{all:?}");
 }
+
+/// A table written before its schema file gained a nullable column (here
+/// `credit_citations` before `category`) takes the column on when a step
+/// replaces its rows, as when rows are added: a lake from an earlier
+/// release reruns `credit` without being rebuilt.
+#[test]
+fn a_table_written_before_its_schema_gained_a_column_takes_it_on_when_replaced() {
+    use arrow::array::RecordBatch;
+    use std::sync::Arc;
+    let tmp = tempfile::tempdir().unwrap();
+    let lake_dir = tmp.path().join("lake");
+    let schema = turnlake::lake::table_schema("credit_citations")
+        .unwrap()
+        .schema;
+    let older = Arc::new(arrow::datatypes::Schema::new(
+        schema
+            .fields()
+            .iter()
+            .filter(|f| f.name() != "category")
+            .cloned()
+            .collect::<Vec<_>>(),
+    ));
+    assert!(older.fields().len() < schema.fields().len());
+    let row = |schema: &arrow::datatypes::SchemaRef, category: &str| -> RecordBatch {
+        let line = format!(
+            r#"{{"traj_id":"t","eval_run_id":"r","sample_id":"s","side":"challenger","question_id":"q","answer":1,"candidate_n":1,"t":0,"weight":1.0,"valid":true{category}}}"#
+        );
+        arrow::json::ReaderBuilder::new(schema.clone())
+            .build(std::io::Cursor::new(line))
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+    };
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let table_dir = lake_dir.join("credit_citations");
+        std::fs::create_dir_all(&table_dir).unwrap();
+        let url = url::Url::from_directory_path(&table_dir).unwrap();
+        deltalake::DeltaTableBuilder::from_url(url)
+            .unwrap()
+            .build()
+            .unwrap()
+            .write(vec![row(&older, "")])
+            .await
+            .unwrap();
+        let lake = turnlake::lake::Lake::open(lake_dir.to_str().unwrap()).unwrap();
+        lake.overwrite(
+            "credit_citations",
+            vec![row(&schema, r#","category":"testing""#)],
+            serde_json::json!({"step": "credit"}),
+        )
+        .await
+        .unwrap();
+    });
+    assert_eq!(
+        sql(&lake_dir, "SELECT traj_id, category FROM credit_citations"),
+        vec![vec!["t", "testing"]]
+    );
+}
