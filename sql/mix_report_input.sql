@@ -32,6 +32,9 @@ CREATE VIEW report_rows AS SELECT mix, row_id, traj_id, train_turns FROM rows_in
 
 CREATE VIEW mix_keys AS SELECT DISTINCT hash_key(traj_id) AS traj_key FROM rows_in;
 
+CREATE VIEW credit_keys AS
+SELECT DISTINCT hash_key(traj_id) AS traj_key FROM rows_in WHERE mix = 'credit';
+
 CREATE VIEW report_lake_turns AS
 SELECT u.traj_id, u.t, u.msg_idx, u.cmd_kind, u.prev_failed
 FROM mix_keys k
@@ -47,6 +50,6 @@ JOIN turn_credit c ON hash_key(c.traj_id) = k.traj_key;
 -- category: a join with questions here built on the citations, 25 MB at 4x).
 CREATE VIEW report_citations AS
 SELECT c.traj_id, c.t, c.category
-FROM (SELECT DISTINCT hash_key(traj_id) AS traj_key FROM rows_in WHERE mix = 'credit') k
+FROM credit_keys k
 JOIN credit_citations c ON hash_key(c.traj_id) = k.traj_key
 WHERE c.valid AND c.answer = 1 AND c.category IS NOT NULL;

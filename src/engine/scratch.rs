@@ -49,20 +49,14 @@ pub fn keep_tables_in(ctx: &SessionContext, dir: &Path) {
     };
     let state = ctx.state_ref();
     let mut state = state.write();
-    let config = state.config_mut();
-    config.set_extension(Arc::new(scratch));
-    config
-        .options_mut()
-        .execution
-        .objectstore_writer_buffer_size = WRITE_BUFFER_BYTES;
+    state.config_mut().set_extension(Arc::new(scratch));
 }
 
 /// The write buffer of each scratch file being written. DataFusion's default
 /// (10 MiB) is sized for object-store upload parts; a scratch file goes to
 /// local disk, and with a few files open per table the default buffers were
-/// a third of `select`'s heap peak at 4x (54 of 146 MB). `select`'s split
-/// of the runs and the mix report's pass have a file open per part, and the
-/// parts grow with the lake (the report's buffers: 15 MB at 4x, 4 at 1x).
+/// a third of `select`'s heap peak at 4x (54 of 146 MB); the mix report's
+/// pass, with a file open per part, held 15 MB of them at 4x, 4 MB at 1x.
 const WRITE_BUFFER_BYTES: usize = 256 << 10;
 
 /// Where `ctx` keeps its tables, if it was given a folder.
@@ -102,7 +96,7 @@ pub async fn store(
 }
 
 /// `frame`, written through [`WRITE_BUFFER_BYTES`] buffers whatever its
-/// session's setting (the mix report's pass writes from a step's session).
+/// session's setting (a split may be written from any step's session).
 fn small_buffers(frame: DataFrame) -> DataFrame {
     let (mut state, plan) = frame.into_parts();
     state
@@ -125,59 +119,89 @@ pub async fn write(frame: DataFrame, folder: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Rows held in row groups being filled, over every part of a table split
-/// into parts ([`write_parts`]). Every part's file is written at once, and
-/// each holds its row group until it is full (and the metadata of every row
-/// group it wrote until it closes); the parts grow with the lake, so each
-/// part's row groups are a share of this (`select`'s peak, 275 MB at 4x the
-/// reference corpus against 210 MB at 1x, was its split's). The parts' files
-/// have no statistics: a part is read whole.
+/// Most files a split ([`write_parts`]) writes at once. Every file being
+/// written holds its write buffer and its row group until it is full (and
+/// the metadata of every row group it wrote until it closes), so a split
+/// into more parts than this writes this many files, each holding several
+/// parts, and a part is read from its file by its hash.
+const MOST_PART_FILES: usize = 32;
+
+/// Rows held in row groups being filled, over every file of a split: each
+/// file's row groups are a share of this (`select`'s peak, 275 MB at 4x the
+/// reference corpus against 210 MB at 1x, was its split's). The files have
+/// no statistics: a file is read whole.
 const PART_BUFFERED_ROWS: usize = 64 * 1024;
 
-/// The row groups of one of `parts` parts: its share of
-/// [`PART_BUFFERED_ROWS`], at least a page's worth and at most 16k rows.
-fn part_row_group_rows(parts: usize) -> usize {
-    (PART_BUFFERED_ROWS / parts.max(1)).clamp(1024, 16 * 1024)
+/// A table written into a scratch folder split into parts by
+/// `hash_part(traj_id, parts)`, in one pass over its input.
+#[derive(Debug, Clone)]
+pub struct SplitTable {
+    folder: PathBuf,
+    schema: SchemaRef,
+    parts: usize,
+    files: usize,
 }
 
-/// Write the rows of `table` in `session` into `folder`, split into `parts`
-/// parts by `hash_part(traj_id, parts)`: a folder `part=N` for each part
-/// that has rows, in one pass over the table's input. Returns the rows'
-/// schema, which [`part_table`] reads a part under.
+/// Write the rows of `table` in `session` into `folder`, split into at
+/// least `parts` parts: a folder `part=N` for each of at most
+/// [`MOST_PART_FILES`] files that has rows. With more parts than files, the
+/// parts are a multiple of the files, so that each part lies in one file.
 pub async fn write_parts(
     session: &SessionContext,
     table: &str,
     parts: usize,
     folder: &Path,
-) -> Result<SchemaRef> {
+) -> Result<SplitTable> {
+    let files = parts.clamp(1, MOST_PART_FILES);
+    let parts = parts.max(1).div_ceil(files) * files;
     let frame = session.table(table).await?;
     let schema = Arc::new(frame.schema().as_arrow().clone());
-    let part = session
+    let file = session
         .udf("hash_part")?
-        .call(vec![col("traj_id"), lit(parts as i64)]);
+        .call(vec![col("traj_id"), lit(files as i64)]);
     let mut options = parquet_options();
-    options.global.max_row_group_size = part_row_group_rows(parts);
+    options.global.max_row_group_size = (PART_BUFFERED_ROWS / files).min(16 * 1024);
     options.global.statistics_enabled = Some("none".into());
-    small_buffers(frame.with_column("part", part)?)
+    small_buffers(frame.with_column("part", file)?)
         .write_parquet(
             &format!("{}/", folder.display()),
             DataFrameWriteOptions::new().with_partition_by(vec!["part".into()]),
             Some(options),
         )
         .await?;
-    Ok(schema)
+    Ok(SplitTable {
+        folder: folder.to_path_buf(),
+        schema,
+        parts,
+        files,
+    })
 }
 
-/// A table over part `part` of what [`write_parts`] wrote into `folder`,
-/// under the schema it returned; no rows where the part got none.
-pub async fn part_table(
-    folder: &Path,
-    part: usize,
-    schema: &Schema,
-) -> Result<Arc<dyn TableProvider>> {
-    let part = folder.join(format!("part={part}"));
-    tokio::fs::create_dir_all(&part).await?;
-    table_over(&[part], schema)
+impl SplitTable {
+    /// How many parts the table was split into.
+    pub fn parts(&self) -> usize {
+        self.parts
+    }
+
+    /// A table over the rows of part `part` (none where it got none), in
+    /// `session`: its file, filtered by hash where the file holds several parts.
+    pub async fn part(
+        &self,
+        session: &SessionContext,
+        part: usize,
+    ) -> Result<Arc<dyn TableProvider>> {
+        let folder = self.folder.join(format!("part={}", part % self.files));
+        tokio::fs::create_dir_all(&folder).await?;
+        let file = table_over(&[folder], &self.schema)?;
+        if self.files == self.parts {
+            return Ok(file);
+        }
+        let in_part = session
+            .udf("hash_part")?
+            .call(vec![col("traj_id"), lit(self.parts as i64)])
+            .eq(lit(part as i64));
+        Ok(session.read_table(file)?.filter(in_part)?.into_view())
+    }
 }
 
 /// A table over the Parquet files in `folders` (a folder without files adds
@@ -243,12 +267,6 @@ mod tests {
         // A session made from its settings keeps its own table of that name
         // in a folder of its own.
         let sub = sub_session(&ctx);
-        // Both write their files through a buffer sized for local disk.
-        for session in [&ctx, &sub] {
-            let state = session.state();
-            let execution = &state.config().options().execution;
-            assert_eq!(execution.objectstore_writer_buffer_size, WRITE_BUFFER_BYTES);
-        }
         run_sql(&sub, "CREATE TABLE t AS SELECT 3 AS n", "t")
             .await
             .unwrap();
@@ -290,5 +308,48 @@ mod tests {
             .unwrap();
         let table = ctx.table_provider("t").await.unwrap();
         assert!(table.is::<datafusion::datasource::MemTable>());
+    }
+
+    #[tokio::test]
+    async fn a_split_gives_each_row_to_its_part_once_in_at_most_the_most_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = SessionContext::new();
+        crate::udf::register_all(&ctx);
+        let runs =
+            "CREATE TABLE runs AS SELECT 'mini_coder/run-' || CAST(value AS VARCHAR) AS traj_id, \
+                    value AS n FROM generate_series(1, 3000)";
+        run_sql(&ctx, runs, "runs").await.unwrap();
+        let hash_part = ctx.udf("hash_part").unwrap();
+        for (asked, parts) in [(5, 5), (MOST_PART_FILES + 8, 2 * MOST_PART_FILES)] {
+            let folder = dir.path().join(format!("split-{asked}"));
+            let split = write_parts(&ctx, "runs", asked, &folder).await.unwrap();
+            assert_eq!(split.parts(), parts, "asked for {asked}");
+            let files = std::fs::read_dir(&folder).unwrap().count();
+            assert!(files <= MOST_PART_FILES.min(parts), "{files} files");
+            let mut seen = Vec::new();
+            for part in 0..parts {
+                let rows = ctx
+                    .read_table(split.part(&ctx, part).await.unwrap())
+                    .unwrap()
+                    .select(vec![
+                        col("n"),
+                        hash_part
+                            .call(vec![col("traj_id"), lit(parts as i64)])
+                            .alias("part"),
+                    ])
+                    .unwrap()
+                    .collect()
+                    .await
+                    .unwrap();
+                let of_part = i64s(&rows, "part");
+                assert!(
+                    of_part.iter().all(|p| *p == Some(part as i64)),
+                    "part {part}"
+                );
+                seen.extend(i64s(&rows, "n").into_iter().flatten());
+            }
+            seen.sort_unstable();
+            assert_eq!(seen, (1..=3000).collect::<Vec<i64>>(), "{parts} parts");
+        }
     }
 }

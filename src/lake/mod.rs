@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 
 use arrow::record_batch::RecordBatch;
 use deltalake::kernel::transaction::CommitProperties;
-use deltalake::operations::write::WriteBuilder;
+use deltalake::operations::write::{SchemaMode, WriteBuilder};
 use deltalake::protocol::SaveMode;
 use deltalake::DeltaTable;
 use std::path::Path;
@@ -626,12 +626,18 @@ impl Lake {
             &one_partition,
         )
         .map_err(delta)?;
-        // A lake written before a schema gained a nullable column takes it
-        // on, whether rows are added or replaced.
+        // A table written before its schema file gained a nullable column
+        // takes it on: rows added merge it in (at the end), rows replaced
+        // take the schema file's as it is (the lake's writes replace whole
+        // tables).
+        let schema_mode = match mode {
+            SaveMode::Overwrite => SchemaMode::Overwrite,
+            _ => SchemaMode::Merge,
+        };
         let mut write = input(table.write(Vec::new()))
             .with_session_state(Arc::new(session.state()))
             .with_save_mode(mode)
-            .with_schema_mode(deltalake::operations::write::SchemaMode::Merge)
+            .with_schema_mode(schema_mode)
             .with_partition_columns(schema.partition_by.clone())
             .with_configuration([("delta.enableExpiredLogCleanup", Some("false"))])
             .with_writer_properties(writer_properties());

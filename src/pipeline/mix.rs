@@ -82,7 +82,11 @@ pub struct MixReport {
 
 /// Bytes each of the mix's sorts (one per partition) holds before it
 /// spills: sft_mix is written in row_id order, a sort of every row it keeps.
-/// Well above a batch of rows, which a sort must hold whole.
+/// Its one sort gets two partitions' worth, about three batches of rows
+/// (8,192 rows of sft_mix take about 2.5 MB), which it must hold whole.
+/// Small, so that the mix spills at 1x the reference corpus as at 4x, and
+/// its memory is the budget's, not the mix's (with 16 MB it held the whole
+/// mix at 1x and spilled at 4x: 34 MB of heap reading its spills back).
 const SORT_BUDGET: usize = 4 << 20;
 
 /// Rows of sft_mix per chunk of the report, about: a chunk's joins hold its
@@ -308,23 +312,23 @@ async fn report(
         )
         .await?,
     );
-    let mut schemas = Vec::new();
+    let mut splits = Vec::new();
     for (view, _) in REPORT_CHUNKED {
         let folder = scratch.path().join(view);
-        let schema = scratch::write_parts(&session, view, chunks, &folder)
+        let split = scratch::write_parts(&session, view, chunks, &folder)
             .await
             .map_err(&err)?;
-        schemas.push(schema);
+        splits.push(split);
     }
+    // Every view was split alike (`chunks` rounded up alike).
+    let chunks = splits.first().map_or(chunks, |s| s.parts());
     for chunk in 0..chunks {
         let err = EngineError::query(format!(
             "{REPORT_SQL_FILE}: counting chunk {chunk} of the mix"
         ));
         let session = engine::sub_session(ctx);
-        for ((view, name), schema) in REPORT_CHUNKED.iter().zip(&schemas) {
-            let rows = scratch::part_table(&scratch.path().join(view), chunk, schema)
-                .await
-                .map_err(&err)?;
+        for ((_, name), split) in REPORT_CHUNKED.iter().zip(&splits) {
+            let rows = split.part(&session, chunk).await.map_err(&err)?;
             session.register_table(*name, rows).map_err(&err)?;
         }
         // Its joins build on the chunk's rows: its files have no statistics.
@@ -486,6 +490,25 @@ pub async fn build_with_report_chunks(
         (SQL_FILE, SQL),
     )
     .await?;
+    // The report counts the question categories credit_citations carries
+    // since this release; checked before sft_mix is written.
+    let citations = step
+        .ctx
+        .table("credit_citations")
+        .await
+        .map_err(EngineError::query("reading credit_citations"))?;
+    if citations
+        .schema()
+        .field_with_unqualified_name("category")
+        .is_err()
+    {
+        return Err(super::step::StepError::MissingColumn(
+            "credit_citations",
+            "category",
+            "run `turnlake credit` again",
+        )
+        .into());
+    }
     let available = register_quota(&step.ctx, config).await?;
     step.run_sql().await?;
     let rows = step

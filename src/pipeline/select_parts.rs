@@ -75,13 +75,8 @@ impl Default for PartSizes {
 enum Parts {
     /// One part: `sql/select_runs_input.sql`'s views over the lake.
     Whole,
-    /// Several: a scratch folder with, for each of those views, a Parquet
-    /// folder per part.
-    Split {
-        dir: PathBuf,
-        parts: usize,
-        schemas: Vec<(&'static str, SchemaRef)>,
-    },
+    /// Several: each of those views split into parts in a scratch folder.
+    Split(Vec<(&'static str, scratch::SplitTable)>),
 }
 
 /// Run `sql/select_sides.sql` over each bucket of at most `bucket_sides`
@@ -218,25 +213,22 @@ async fn split(ctx: &SessionContext, parts: usize) -> Result<Parts, SelectError>
         ))
     })?;
     let dir = scratch.folder("runs").await.map_err(&err)?;
-    let mut schemas = Vec::new();
+    let mut splits = Vec::new();
     for table in ["run_turns", "run_trajectories"] {
-        let schema = scratch::write_parts(ctx, table, parts, &dir.join(table))
+        let split = scratch::write_parts(ctx, table, parts, &dir.join(table))
             .await
             .map_err(&err)?;
-        schemas.push((table, schema));
+        splits.push((table, split));
     }
-    Ok(Parts::Split {
-        dir,
-        parts,
-        schemas,
-    })
+    Ok(Parts::Split(splits))
 }
 
 impl Parts {
     fn count(&self) -> usize {
         match self {
             Parts::Whole => 1,
-            Parts::Split { parts, .. } => *parts,
+            // Every view was split alike.
+            Parts::Split(splits) => splits.first().map_or(1, |(_, s)| s.parts()),
         }
     }
 
@@ -247,17 +239,15 @@ impl Parts {
         ctx: &SessionContext,
         part: usize,
     ) -> Result<SessionContext, SelectError> {
-        let (dir, schemas) = match self {
+        let splits = match self {
             Parts::Whole => return Ok(ctx.clone()),
-            Parts::Split { dir, schemas, .. } => (dir, schemas),
+            Parts::Split(splits) => splits,
         };
         let err = EngineError::query(format!("{RUNS_SQL_FILE}: reading part {part} of the runs"));
         let session = engine::sub_session(ctx);
-        for (table, schema) in schemas {
+        for (table, split) in splits {
             // No rows where no run of the lake fell in this part.
-            let rows = scratch::part_table(&dir.join(table), part, schema)
-                .await
-                .map_err(&err)?;
+            let rows = split.part(&session, part).await.map_err(&err)?;
             session.register_table(*table, rows).map_err(&err)?;
         }
         Ok(session)

@@ -20,6 +20,8 @@ pub enum StepError {
     Lake(#[from] LakeError),
     #[error("the lake has no {0} table: {1}")]
     Missing(&'static str, &'static str),
+    #[error("the lake's {0} has no {1} column (an earlier turnlake wrote it): {2}")]
+    MissingColumn(&'static str, &'static str, &'static str),
 }
 
 /// A running step; `finish` makes its outputs visible together.

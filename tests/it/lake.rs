@@ -720,16 +720,20 @@ fn partition_filters_prune_files_and_bool_casts_answer_as_case() {
     assert!(failed_shares.iter().any(|s| *s > 0.0), "{all:?}");
 }
 
-/// A table written before its schema file gained a nullable column (here
-/// `credit_citations` before `category`) takes the column on when a step
-/// replaces its rows, as when rows are added: a lake from an earlier
-/// release reruns `credit` without being rebuilt.
+/// A lake written before `credit_citations` carried `category`: `mix` stops
+/// before writing, naming the column and the command that adds it; `credit`
+/// replaces the table with the schema file's columns, in its order, and
+/// `mix` then runs.
 #[test]
-fn a_table_written_before_its_schema_gained_a_column_takes_it_on_when_replaced() {
-    use arrow::array::RecordBatch;
+fn a_lake_from_before_a_schema_gained_a_column_is_told_what_to_rerun() {
     use std::sync::Arc;
     let tmp = tempfile::tempdir().unwrap();
-    let lake_dir = tmp.path().join("lake");
+    let lake = tmp.path().join("lake");
+    let pipeline = select_pipeline(tmp.path(), "");
+    ok(run(&lake, &["build", pipeline.to_str().unwrap()]));
+    let mix_before = sql(&lake, "SELECT row_id FROM sft_mix ORDER BY row_id");
+    // What an earlier release left: no lake log, and the table without the column.
+    std::fs::remove_dir_all(lake.join("_turnlake")).unwrap();
     let schema = turnlake::lake::table_schema("credit_citations")
         .unwrap()
         .schema;
@@ -741,40 +745,42 @@ fn a_table_written_before_its_schema_gained_a_column_takes_it_on_when_replaced()
             .cloned()
             .collect::<Vec<_>>(),
     ));
-    assert!(older.fields().len() < schema.fields().len());
-    let row = |schema: &arrow::datatypes::SchemaRef, category: &str| -> RecordBatch {
-        let line = format!(
-            r#"{{"traj_id":"t","eval_run_id":"r","sample_id":"s","side":"challenger","question_id":"q","answer":1,"candidate_n":1,"t":0,"weight":1.0,"valid":true{category}}}"#
-        );
-        arrow::json::ReaderBuilder::new(schema.clone())
-            .build(std::io::Cursor::new(line))
-            .unwrap()
-            .next()
-            .unwrap()
-            .unwrap()
-    };
     tokio::runtime::Runtime::new().unwrap().block_on(async {
-        let table_dir = lake_dir.join("credit_citations");
-        std::fs::create_dir_all(&table_dir).unwrap();
-        let url = url::Url::from_directory_path(&table_dir).unwrap();
-        deltalake::DeltaTableBuilder::from_url(url)
-            .unwrap()
-            .build()
-            .unwrap()
-            .write(vec![row(&older, "")])
+        let url = url::Url::from_directory_path(lake.join("credit_citations")).unwrap();
+        let table = deltalake::open_table(url).await.unwrap();
+        table
+            .write(vec![arrow::array::RecordBatch::new_empty(older)])
+            .with_save_mode(deltalake::protocol::SaveMode::Overwrite)
+            .with_schema_mode(deltalake::operations::write::SchemaMode::Overwrite)
             .await
             .unwrap();
-        let lake = turnlake::lake::Lake::open(lake_dir.to_str().unwrap()).unwrap();
-        lake.overwrite(
-            "credit_citations",
-            vec![row(&schema, r#","category":"testing""#)],
-            serde_json::json!({"step": "credit"}),
-        )
-        .await
-        .unwrap();
     });
+    let columns = || -> Vec<String> {
+        sql(&lake, "DESCRIBE credit_citations")
+            .into_iter()
+            .map(|r| r[0].clone())
+            .collect()
+    };
+    assert!(!columns().contains(&"category".to_string()));
+
+    let o = run(&lake, &["mix"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("credit_citations has no category column")
+            && stderr(&o).contains("run `turnlake credit` again"),
+        "{}",
+        stderr(&o)
+    );
+    ok(run(&lake, &["credit"]));
+    let wanted: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
     assert_eq!(
-        sql(&lake_dir, "SELECT traj_id, category FROM credit_citations"),
-        vec![vec!["t", "testing"]]
+        columns(),
+        wanted,
+        "replaced under the schema file's columns"
+    );
+    ok(run(&lake, &["mix"]));
+    assert_eq!(
+        sql(&lake, "SELECT row_id FROM sft_mix ORDER BY row_id"),
+        mix_before
     );
 }
