@@ -295,8 +295,7 @@ async fn report(
         "{REPORT_INPUT_SQL_FILE}: splitting the mix into chunks"
     ));
     let session = engine::sub_session(ctx);
-    joins_as_written(&session);
-    joins_collect_left(&session);
+    joins_as_written(&session, true);
     for table in REPORT_READS {
         let provider = ctx.table_provider(table).await.map_err(&err)?;
         session.register_table(table, provider).map_err(&err)?;
@@ -332,7 +331,7 @@ async fn report(
             session.register_table(*name, rows).map_err(&err)?;
         }
         // Its joins build on the chunk's rows: its files have no statistics.
-        joins_as_written(&session);
+        joins_as_written(&session, false);
         describe_rows(&session, "report_rows").await?;
         run_script(&session, REPORT_SQL_FILE, REPORT_SQL).await?;
         counts.add_chunk(&session).await?;
@@ -340,22 +339,19 @@ async fn report(
     Ok(counts.report(available))
 }
 
-/// Turn join reordering off in `session`: each join builds on its left
-/// side, as the report's SQL writes it.
-fn joins_as_written(session: &SessionContext) {
+/// Plan `session`'s joins as the report's SQL writes them: with join
+/// reordering off, each builds on its left side; with `collect_left`, that
+/// side is collected once and the other side's partitions stream past it
+/// (the pass builds on the mix's keys, a few MB: repartitioning every turn
+/// of the lake by key cost more than the join).
+fn joins_as_written(session: &SessionContext, collect_left: bool) {
     let state = session.state_ref();
     let mut state = state.write();
-    state.config_mut().options_mut().optimizer.join_reordering = false;
-}
-
-/// Every join in `session` collects its build side once and streams the
-/// other side's partitions past it (the pass builds on the mix's keys, a
-/// few MB: repartitioning every turn of the lake by key cost more than the
-/// join).
-fn joins_collect_left(session: &SessionContext) {
-    let state = session.state_ref();
-    let mut state = state.write();
-    state.config_mut().options_mut().optimizer.repartition_joins = false;
+    let optimizer = &mut state.config_mut().options_mut().optimizer;
+    optimizer.join_reordering = false;
+    if collect_left {
+        optimizer.repartition_joins = false;
+    }
 }
 
 /// The mix's reproduction table.
