@@ -1,9 +1,11 @@
 -- Selection products and the format gate (turnlake select).
--- Reads: trajectories, turns; sides_gated and sides_tally, the Albedo products that
+-- Reads: sides_gated, credit_rows, credit_demotions and sides_tally, the Albedo products that
 -- sql/select_sides.sql built bucket by bucket; runs_gated and runs_tally, the mini-coder
 -- products that sql/select_runs.sql and sql/finish_keep.sql built part by part (see `gated`
 -- and `candidate_accounting`).
 -- Writes: sft_credit, escape_duel, escape_mini, finish_mini, gate_demotions.
+-- Every candidate here was built per bucket or part; this file only streams them (no join
+-- or grouping holds every candidate), so its memory does not grow with the lake.
 
 -- Every candidate through the format gate (`format_gate`: exactly one bash block, no
 -- unclosed <think>, no command that repeats another train turn's command in the same row;
@@ -17,16 +19,12 @@ SELECT * FROM sides_gated
 UNION ALL
 SELECT * FROM runs_gated;
 
--- One row per candidate row. A credit row gathers its turns; a row of another product is
--- its one turn, so it needs no grouping.
+-- One row per candidate row. A credit row gathers its turns (sql/select_sides.sql grouped
+-- them, per bucket); a row of another product is its one turn.
 CREATE VIEW gated_rows AS
 SELECT row_id, mix, source, traj_id, sample_id, instance_id, upto_msg, score, passed_credit_gates, prior_failures,
-       coalesce(array_sort(array_agg(t) FILTER (WHERE demoted IS NULL)), CAST([] AS INT[])) AS train_turns,
-       CAST(count(*) FILTER (WHERE demoted IS NULL) AS INT) AS n_train,
-       CAST(count(*) FILTER (WHERE demoted IS NOT NULL) AS INT) AS n_demoted
-FROM gated
-WHERE mix = 'credit'
-GROUP BY row_id, mix, source, traj_id, sample_id, instance_id, upto_msg, score, passed_credit_gates, prior_failures
+       train_turns, n_train, n_demoted
+FROM credit_rows
 UNION ALL
 SELECT row_id, mix, source, traj_id, sample_id, instance_id, upto_msg, score, passed_credit_gates, prior_failures,
        CASE WHEN demoted IS NULL THEN make_array(t) ELSE CAST([] AS INT[]) END AS train_turns,
@@ -40,10 +38,13 @@ WHERE mix <> 'credit';
 CREATE TABLE products AS
 SELECT * FROM gated_rows WHERE n_train > 0;
 
+-- Demoted turns, and whether their row has no train turn left: a row of one turn has none.
 CREATE VIEW demotions AS
-SELECT g.mix, g.row_id, g.traj_id, g.t, g.demoted AS reason, r.n_train = 0 AS row_dropped
-FROM gated g JOIN gated_rows r ON r.row_id = g.row_id
-WHERE g.demoted IS NOT NULL;
+SELECT mix, row_id, traj_id, t, reason, row_dropped FROM credit_demotions
+UNION ALL
+SELECT mix, row_id, traj_id, t, demoted AS reason, true AS row_dropped
+FROM gated
+WHERE mix <> 'credit' AND demoted IS NOT NULL;
 
 -- Accounting: every candidate turn is trained, demoted (with reason) or not selected. Only
 -- finish_mini's rows can go unselected, and those never reached `gated`: runs_tally counts
@@ -59,25 +60,24 @@ FROM runs_tally t
 CROSS JOIN (SELECT count(*) AS n FROM products WHERE mix = 'finish_mini') k
 WHERE t.finish_passing > k.n;
 
--- The figures the reference publishes for the selection, from what was just built.
+-- The figures the reference publishes for the selection, from what was just built. A row
+-- of a product other than credit is its one train turn: its turn in `gated`, undemoted.
 CREATE VIEW select_figures AS
 SELECT
   (SELECT sides_judged FROM sides_tally) AS sides_judged,
   (SELECT sides_passing FROM sides_tally) AS sides_passing,
-  (SELECT count(*) FROM (SELECT DISTINCT s.eval_run_id, s.sample_id FROM products p
-     JOIN trajectories s ON s.traj_id = p.traj_id WHERE p.mix = 'escape_duel')) AS escape_duel_samples,
-  (SELECT avg(CAST(u.prev_failed AS DOUBLE)) FROM products p JOIN gated g ON g.row_id = p.row_id AND g.demoted IS NULL
-     JOIN turns u ON u.traj_id = g.traj_id AND u.t = g.t AND u.source = 'albedo' WHERE p.mix = 'escape_duel') AS escape_duel_after_failure,
-  (SELECT avg(CAST(u.after_repeat_run AS DOUBLE)) FROM products p JOIN gated g ON g.row_id = p.row_id AND g.demoted IS NULL
-     JOIN turns u ON u.traj_id = g.traj_id AND u.t = g.t AND u.source = 'albedo' WHERE p.mix = 'escape_duel') AS escape_duel_after_repeat_run,
+  (SELECT escape_duel_samples FROM sides_tally) AS escape_duel_samples,
+  (SELECT CAST(escape_duel_after_failure AS DOUBLE) / nullif(escape_duel_failure_known, 0) FROM sides_tally)
+    AS escape_duel_after_failure,
+  (SELECT CAST(escape_duel_after_repeat_run AS DOUBLE) / nullif(escape_duel_repeat_known, 0) FROM sides_tally)
+    AS escape_duel_after_repeat_run,
   (SELECT avg(CAST(prior_failures AS DOUBLE)) FROM products WHERE mix = 'escape_duel') AS escape_duel_prior_failures_mean,
   (SELECT max(prior_failures) FROM products WHERE mix = 'escape_duel') AS escape_duel_prior_failures_max,
-  (SELECT avg(CASE WHEN g.t > 16 THEN 1.0 ELSE 0.0 END) FROM products p JOIN gated g ON g.row_id = p.row_id AND g.demoted IS NULL
-     WHERE p.mix = 'escape_mini') AS escape_mini_past_16,
+  (SELECT avg(CASE WHEN t > 16 THEN 1.0 ELSE 0.0 END) FROM gated WHERE mix = 'escape_mini' AND demoted IS NULL)
+    AS escape_mini_past_16,
   (SELECT finish_passing_submit FROM runs_tally) AS finish_submit_candidates,
   (SELECT finish_before_gate FROM runs_tally) AS finish_candidates_before_gate,
-  (SELECT count(*) FROM products p JOIN gated g ON g.row_id = p.row_id AND g.demoted IS NULL
-     WHERE p.mix = 'finish_mini' AND g.is_submit) AS finish_submit_rows,
+  (SELECT count(*) FROM gated WHERE mix = 'finish_mini' AND demoted IS NULL AND is_submit) AS finish_submit_rows,
   (SELECT recovery_available FROM sides_tally) AS recovery_available,
   (SELECT recovery_passing FROM sides_tally) AS recovery_passing,
   (SELECT count(*) FROM gated WHERE demoted IS NOT NULL) AS demotions;

@@ -3,7 +3,10 @@
 -- sample), so its joins of credited turns hold one bucket's, not the lake's.
 -- Reads: trajectories, turns, turn_credit, judgments (the bucket's), select_params.
 -- Builds: sides_gated (the bucket's credit and escape_duel candidates through the format
--- gate) and sides_tally (the bucket's counts that sql/select.sql reports).
+-- gate), credit_rows and credit_demotions (its credit rows, each gathering its turns, and
+-- their demoted turns) and sides_tally (the bucket's counts that sql/select.sql reports).
+-- A side lies in one bucket, so what gathers a side's turns or counts samples is done here,
+-- and sql/select.sql, over every bucket's candidates, only streams them.
 
 -- Albedo sides and the credit gates (the loop rule: the judge's verdict or the metrics).
 CREATE VIEW side_gates AS
@@ -54,6 +57,42 @@ FROM (SELECT *, row_number() OVER (PARTITION BY row_id, normalize_command(comman
       FROM cand_credit
       UNION ALL SELECT *, false FROM cand_escape_duel);
 
+-- The bucket's credit rows: each gathers its side's turns.
+CREATE TABLE credit_rows AS
+SELECT row_id, mix, source, traj_id, sample_id, instance_id, upto_msg, score, passed_credit_gates, prior_failures,
+       coalesce(array_sort(array_agg(t) FILTER (WHERE demoted IS NULL)), CAST([] AS INT[])) AS train_turns,
+       CAST(count(*) FILTER (WHERE demoted IS NULL) AS INT) AS n_train,
+       CAST(count(*) FILTER (WHERE demoted IS NOT NULL) AS INT) AS n_demoted
+FROM sides_gated
+WHERE mix = 'credit'
+GROUP BY row_id, mix, source, traj_id, sample_id, instance_id, upto_msg, score, passed_credit_gates, prior_failures;
+
+-- The demoted turns of the bucket's credit rows, and whether the gate left their row no
+-- train turn.
+CREATE TABLE credit_demotions AS
+SELECT g.mix, g.row_id, g.traj_id, g.t, g.demoted AS reason, r.n_train = 0 AS row_dropped
+FROM sides_gated g
+JOIN credit_rows r ON r.row_id = g.row_id
+WHERE g.mix = 'credit' AND g.demoted IS NOT NULL;
+
+-- The escape_duel rows that train (each is one turn), for the selection's figures: the
+-- samples they come from, and how many follow a failed observation or a repeat run (of
+-- those whose turn knows).
+CREATE VIEW escape_duel_trained AS
+SELECT s.eval_run_id, s.sample_id, u.prev_failed, u.after_repeat_run
+FROM sides_gated g
+JOIN trajectories s ON s.traj_id = g.traj_id
+JOIN turns u ON u.traj_id = g.traj_id AND u.t = g.t AND u.source = 'albedo'
+WHERE g.mix = 'escape_duel' AND g.demoted IS NULL;
+
+CREATE VIEW sides_escapes AS
+SELECT count(*) FILTER (WHERE prev_failed) AS escape_duel_after_failure,
+       count(prev_failed) AS escape_duel_failure_known,
+       count(*) FILTER (WHERE after_repeat_run) AS escape_duel_after_repeat_run,
+       count(after_repeat_run) AS escape_duel_repeat_known,
+       (SELECT count(*) FROM (SELECT DISTINCT eval_run_id, sample_id FROM escape_duel_trained)) AS escape_duel_samples
+FROM escape_duel_trained;
+
 -- Credited turns whose previous observation failed: all of them, and those of passing sides.
 CREATE VIEW sides_recovery AS
 SELECT count(*) AS recovery_available, count(*) FILTER (WHERE s.passed) AS recovery_passing
@@ -63,6 +102,7 @@ LEFT JOIN side_gates s ON s.traj_id = c.traj_id
 WHERE c.credit > 0 AND u.prev_failed;
 
 CREATE VIEW sides_tally AS
-SELECT g.sides_judged, g.sides_passing, r.recovery_available, r.recovery_passing
+SELECT g.sides_judged, g.sides_passing, r.recovery_available, r.recovery_passing, e.*
 FROM (SELECT count(*) AS sides_judged, count(*) FILTER (WHERE passed) AS sides_passing FROM side_gates) g
-CROSS JOIN sides_recovery r;
+CROSS JOIN sides_recovery r
+CROSS JOIN sides_escapes e;

@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use arrow::datatypes::{Field, Schema, SchemaRef};
+use arrow::array::{AsArray, RecordBatch, UInt32Array};
+use arrow::compute::take_record_batch;
+use arrow::datatypes::{Field, Int64Type, Schema, SchemaRef};
 use datafusion::catalog::TableProvider;
 use datafusion::config::TableParquetOptions;
 use datafusion::dataframe::{DataFrame, DataFrameWriteOptions};
@@ -20,6 +22,9 @@ use datafusion::datasource::listing::{
 use datafusion::error::Result;
 use datafusion::execution::FunctionRegistry;
 use datafusion::prelude::{col, lit, SessionContext};
+use futures::StreamExt;
+use parquet::arrow::AsyncArrowWriter;
+use parquet::file::properties::{WriterProperties, WriterPropertiesBuilder};
 
 /// The folder a session keeps its tables in; each table gets a folder of
 /// its own, numbered (sessions that share the scratch may each create a
@@ -120,10 +125,9 @@ pub async fn write(frame: DataFrame, folder: &Path) -> Result<()> {
 }
 
 /// Most files a split ([`write_parts`]) writes at once. Every file being
-/// written holds its write buffer and its row group until it is full (and
-/// the metadata of every row group it wrote until it closes), so a split
-/// into more parts than this writes this many files, each holding several
-/// parts, and a part is read from its file by its hash.
+/// written holds its row group until it is full, so a split into more parts
+/// than this writes this many files at a time, each holding several parts,
+/// and a part is read from its files by its hash.
 const MOST_PART_FILES: usize = 32;
 
 /// Rows held in row groups being filled, over every file of a split: each
@@ -131,6 +135,16 @@ const MOST_PART_FILES: usize = 32;
 /// reference corpus against 210 MB at 1x, was its split's). The files have
 /// no statistics: a file is read whole.
 const PART_BUFFERED_ROWS: usize = 64 * 1024;
+
+/// Row groups a split's file takes before it is closed and the next file
+/// of its part begins. A Parquet writer keeps the metadata of every row
+/// group it wrote until it closes (about 11 kB each): when one file took
+/// all of its part's rows, that was 14 MB of `select`'s heap at 4x the
+/// reference corpus, and grew with the input.
+const ROW_GROUPS_PER_FILE: usize = 32;
+
+/// The column a split computes each row's file into (not written).
+const FILE_COLUMN: &str = "__split_file";
 
 /// A table written into a scratch folder split into parts by
 /// `hash_part(traj_id, parts)`, in one pass over its input.
@@ -153,6 +167,19 @@ pub async fn write_parts(
     folder: &Path,
 ) -> Result<SplitTable> {
     let files = parts.clamp(1, MOST_PART_FILES);
+    let group_rows = (PART_BUFFERED_ROWS / files).min(16 * 1024);
+    split_in_groups(session, table, parts, folder, group_rows).await
+}
+
+/// [`write_parts`], in row groups of `group_rows` rows.
+async fn split_in_groups(
+    session: &SessionContext,
+    table: &str,
+    parts: usize,
+    folder: &Path,
+    group_rows: usize,
+) -> Result<SplitTable> {
+    let files = parts.clamp(1, MOST_PART_FILES);
     let parts = parts.max(1).div_ceil(files) * files;
     let frame = session.table(table).await?;
     let schema = Arc::new(frame.schema().as_arrow().clone());
@@ -160,21 +187,114 @@ pub async fn write_parts(
         .udf("hash_part")?
         .call(vec![col("traj_id"), lit(files as i64)]);
     let mut options = parquet_options();
-    options.global.max_row_group_size = (PART_BUFFERED_ROWS / files).min(16 * 1024);
+    options.global.max_row_group_size = group_rows;
     options.global.statistics_enabled = Some("none".into());
-    small_buffers(frame.with_column("part", file)?)
-        .write_parquet(
-            &format!("{}/", folder.display()),
-            DataFrameWriteOptions::new().with_partition_by(vec!["part".into()]),
-            Some(options),
-        )
+    // The Arrow writer stores the schema itself.
+    options.global.skip_arrow_metadata = true;
+    let mut writers = PartWriters {
+        folder: folder.to_path_buf(),
+        properties: WriterPropertiesBuilder::try_from(&options)?.build(),
+        rows_per_file: group_rows * ROW_GROUPS_PER_FILE,
+        open: (0..files).map(|_| None).collect(),
+        written: vec![0; files],
+    };
+    let mut rows = frame
+        .with_column(FILE_COLUMN, file)?
+        .execute_stream()
         .await?;
+    while let Some(batch) = rows.next().await {
+        writers.write(batch?).await?;
+    }
+    writers.close().await?;
     Ok(SplitTable {
         folder: folder.to_path_buf(),
         schema,
         parts,
         files,
     })
+}
+
+/// A new file for file index `file`, in its folder `part=N`, named by
+/// the count of files it had before (`written`, which this counts up).
+async fn create(
+    folder: &Path,
+    file: usize,
+    written: &mut usize,
+    schema: SchemaRef,
+    properties: &WriterProperties,
+) -> Result<AsyncArrowWriter<tokio::fs::File>> {
+    let folder = folder.join(format!("part={file}"));
+    tokio::fs::create_dir_all(&folder).await?;
+    let out = tokio::fs::File::create(folder.join(format!("{written}.parquet"))).await?;
+    *written += 1;
+    Ok(AsyncArrowWriter::try_new(
+        out,
+        schema,
+        Some(properties.clone()),
+    )?)
+}
+
+/// The files of a split being written: one open per file index at most,
+/// each closed after [`ROW_GROUPS_PER_FILE`] row groups.
+struct PartWriters {
+    folder: PathBuf,
+    properties: WriterProperties,
+    rows_per_file: usize,
+    /// Per file index: its open file and the rows in it.
+    open: Vec<Option<(AsyncArrowWriter<tokio::fs::File>, usize)>>,
+    /// Per file index: the files it closed or opened.
+    written: Vec<usize>,
+}
+
+impl PartWriters {
+    /// Write each row of `batch` to the file its [`FILE_COLUMN`] names.
+    async fn write(&mut self, batch: RecordBatch) -> Result<()> {
+        let column = batch.schema().index_of(FILE_COLUMN)?;
+        let mut rows = batch;
+        let file_of = rows.remove_column(column);
+        let file_of = file_of.as_primitive::<Int64Type>();
+        let mut rows_of: Vec<Vec<u32>> = vec![Vec::new(); self.open.len()];
+        for (row, file) in file_of.iter().enumerate() {
+            let file = file.unwrap_or(0).clamp(0, self.open.len() as i64 - 1) as usize;
+            rows_of[file].push(row as u32);
+        }
+        for (file, indices) in rows_of.into_iter().enumerate() {
+            if indices.is_empty() {
+                continue;
+            }
+            let taken = take_record_batch(&rows, &UInt32Array::from(indices))?;
+            let (writer, count) = match &mut self.open[file] {
+                Some(open) => open,
+                empty => empty.insert((
+                    create(
+                        &self.folder,
+                        file,
+                        &mut self.written[file],
+                        rows.schema(),
+                        &self.properties,
+                    )
+                    .await?,
+                    0,
+                )),
+            };
+            writer.write(&taken).await?;
+            *count += taken.num_rows();
+            if *count >= self.rows_per_file {
+                if let Some((writer, _)) = self.open[file].take() {
+                    writer.close().await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Close every file still open.
+    async fn close(self) -> Result<()> {
+        for (writer, _) in self.open.into_iter().flatten() {
+            writer.close().await?;
+        }
+        Ok(())
+    }
 }
 
 impl SplitTable {
@@ -313,19 +433,40 @@ mod tests {
     #[tokio::test]
     async fn a_split_gives_each_row_to_its_part_once_in_at_most_the_most_files() {
         let dir = tempfile::tempdir().unwrap();
-        let ctx = SessionContext::new();
+        // Batches of 50 rows: a file closes after the batch that fills it.
+        let ctx = SessionContext::new_with_config(
+            datafusion::prelude::SessionConfig::new().with_batch_size(50),
+        );
         crate::udf::register_all(&ctx);
         let runs =
             "CREATE TABLE runs AS SELECT 'mini_coder/run-' || CAST(value AS VARCHAR) AS traj_id, \
                     value AS n FROM generate_series(1, 3000)";
         run_sql(&ctx, runs, "runs").await.unwrap();
         let hash_part = ctx.udf("hash_part").unwrap();
-        for (asked, parts) in [(5, 5), (MOST_PART_FILES + 8, 2 * MOST_PART_FILES)] {
+        // Row groups of 2 rows: a file closes after 64 rows, so each part
+        // of the first split takes several files.
+        for (asked, parts, group_rows) in [
+            (5, 5, 2),
+            (MOST_PART_FILES + 8, 2 * MOST_PART_FILES, 16 * 1024),
+        ] {
             let folder = dir.path().join(format!("split-{asked}"));
-            let split = write_parts(&ctx, "runs", asked, &folder).await.unwrap();
+            let split = split_in_groups(&ctx, "runs", asked, &folder, group_rows)
+                .await
+                .unwrap();
             assert_eq!(split.parts(), parts, "asked for {asked}");
-            let files = std::fs::read_dir(&folder).unwrap().count();
-            assert!(files <= MOST_PART_FILES.min(parts), "{files} files");
+            let folders = std::fs::read_dir(&folder).unwrap().count();
+            assert!(folders <= MOST_PART_FILES.min(parts), "{folders} folders");
+            let most_files = std::fs::read_dir(&folder)
+                .unwrap()
+                .map(|part| std::fs::read_dir(part.unwrap().path()).unwrap().count())
+                .max();
+            let most_rows = group_rows * ROW_GROUPS_PER_FILE;
+            if group_rows == 2 {
+                // About 600 rows a part in files of about 64.
+                assert!(most_files >= Some(5), "{most_files:?} files in a part");
+            } else {
+                assert_eq!(most_files, Some(1), "{most_rows} rows fit a file");
+            }
             let mut seen = Vec::new();
             for part in 0..parts {
                 let rows = ctx

@@ -9,7 +9,7 @@
 //! `sql/select_runs.sql` finds each verified run's submit and its finish_mini
 //! pick by joins that hold an entry per run. Run on the whole lake, they
 //! grow with it; so the runs are split into parts by a hash of `traj_id`
-//! (about [`PART_RUNS`] verified runs each) and the file runs once per
+//! (about [`PART_RUNS`] runs each) and the file runs once per
 //! part. To read the lake once rather than once per part, the rows it reads
 //! (`sql/select_runs_input.sql`) are first written to a Parquet folder per
 //! part in a scratch directory. After each part, `sql/finish_keep.sql` keeps
@@ -48,14 +48,17 @@ pub const RUNS_SQL: &str = include_str!("../../sql/select_runs.sql");
 pub const KEEP_SQL_FILE: &str = "sql/finish_keep.sql";
 pub const KEEP_SQL: &str = include_str!("../../sql/finish_keep.sql");
 
-/// Verified mini-coder runs per part, about (the parts are
-/// `ceil(verified / PART_RUNS)` buckets of a hash): a part's joins hold
-/// about 0.5 kB per run, so a part's stay near 50 MB.
+/// Mini-coder runs per part, about (the parts are `ceil(runs /
+/// PART_RUNS)` buckets of a hash): a part's joins hold an entry per run,
+/// verified or not (escape_mini takes every run's instance), about 0.5 kB
+/// each. Parts counted by verified runs held a third more runs at 4x the
+/// reference corpus than at 1x (176k against 132k: 9 and 3 parts), and
+/// `select`'s heap peak, a part's join, grew with them.
 pub const PART_RUNS: usize = 100_000;
 
 /// How the selection splits its candidates: buckets of whole eval runs of at
 /// most `bucket_sides` judged sides (where an eval run is smaller), parts of
-/// about `part_runs` verified mini-coder runs.
+/// about `part_runs` mini-coder runs.
 #[derive(Debug, Clone, Copy)]
 pub struct PartSizes {
     pub bucket_sides: usize,
@@ -81,8 +84,9 @@ enum Parts {
 
 /// Run `sql/select_sides.sql` over each bucket of at most `bucket_sides`
 /// judged sides (whole eval runs; on a cluster one bucket, `ctx` itself) and
-/// register in `ctx` what `sql/select.sql` reads of them: `sides_gated` and
-/// `sides_tally` (the buckets' counts, summed).
+/// register in `ctx` what `sql/select.sql` reads of them: `sides_gated`,
+/// `credit_rows`, `credit_demotions` and `sides_tally` (the buckets' counts,
+/// summed).
 pub async fn prepare_sides(
     ctx: &SessionContext,
     config: &SelectConfig,
@@ -97,12 +101,21 @@ pub async fn prepare_sides(
             .map(Some)
             .collect(),
     };
-    let mut gated = Gathered::default();
+    let mut gathered: [(&str, Gathered); 3] = [
+        ("sides_gated", Gathered::default()),
+        ("credit_rows", Gathered::default()),
+        ("credit_demotions", Gathered::default()),
+    ];
     let mut tally = [
         ("sides_judged", 0),
         ("sides_passing", 0),
         ("recovery_available", 0),
         ("recovery_passing", 0),
+        ("escape_duel_samples", 0),
+        ("escape_duel_after_failure", 0),
+        ("escape_duel_failure_known", 0),
+        ("escape_duel_after_repeat_run", 0),
+        ("escape_duel_repeat_known", 0),
     ];
     // One bucket's session at a time: each holds its own tables.
     for bucket in buckets {
@@ -117,15 +130,19 @@ pub async fn prepare_sides(
         let q = |sql: &'static str| engine::run_sql(&session, sql, SIDES_SQL_FILE);
         register_config(&session, config)?;
         run_script(&session, &file, SIDES_SQL).await?;
-        gated.add(&session, "sides_gated", None).await?;
+        for (table, rows) in gathered.iter_mut() {
+            rows.add(&session, table, None).await?;
+        }
         add_counts(&mut tally, &q("SELECT * FROM sides_tally").await?);
     }
-    gated.register(ctx, "sides_gated")?;
+    for (table, rows) in gathered {
+        rows.register(ctx, table)?;
+    }
     register_counts(ctx, "sides_tally", &tally)
 }
 
 /// Run `sql/select_runs.sql` over each part of the mini-coder runs (about
-/// `part_runs` verified runs each) and register in `ctx` what
+/// `part_runs` runs each) and register in `ctx` what
 /// `sql/select.sql` reads of them: `runs_gated` (every escape_mini candidate,
 /// and of finish_mini's those demoted and those kept) and `runs_tally`
 /// (finish_mini's counts). On a cluster the runs are one part.
@@ -135,15 +152,15 @@ pub async fn prepare_runs(
     part_runs: usize,
     on_cluster: bool,
 ) -> Result<(), SelectError> {
-    let verified = scalar_i64(
+    let runs = scalar_i64(
         &engine::run_sql(
             ctx,
-            "SELECT count(*) AS n FROM trajectories WHERE source = 'mini_coder' AND verified",
-            "counting the verified mini-coder runs",
+            "SELECT count(*) AS n FROM trajectories WHERE source = 'mini_coder'",
+            "counting the mini-coder runs",
         )
         .await?,
     );
-    let count = (verified.max(0) as usize).div_ceil(part_runs.max(1));
+    let count = (runs.max(0) as usize).div_ceil(part_runs.max(1));
     run_script(ctx, INPUT_SQL_FILE, INPUT_SQL).await?;
     let parts = match on_cluster || count <= 1 {
         true => Parts::Whole,
