@@ -97,29 +97,34 @@ struct Known {
     rejects: HashSet<String>,
 }
 
-/// The trajectory ids a lake holds and this ingest added. Albedo's are kept
-/// as they are, so that an eval run that changed can drop its own; the rest
-/// (mini-coder's and mini-swe-agent's, most of a lake) as a 128-bit digest:
-/// 1.6 million mini-coder ids held as strings were 0.2 GB of `ingest` at 4×.
+/// The trajectory ids a lake holds and this ingest added, each as a 128-bit
+/// digest: 1.6 million mini-coder ids held as strings were 0.2 GB of
+/// `ingest` at 4×, and Albedo's 160,000 (kept whole so that an eval run
+/// that changed could drop its own) grew `ingest albedo` by 20 MB from 1×
+/// to 4×. Albedo's are kept per eval run, which names them.
 #[derive(Default)]
 struct KnownTrajectories {
-    albedo: HashSet<String>,
+    albedo: HashMap<u128, HashSet<u128>>,
     others: HashSet<u128>,
 }
 
 impl KnownTrajectories {
     /// Add `traj_id`; false where it was known.
     fn insert(&mut self, traj_id: &str) -> bool {
-        match traj_id.starts_with(albedo::TRAJ_PREFIX) {
-            true => self.albedo.insert(traj_id.to_string()),
-            false => self.others.insert(super::id_digest(traj_id)),
+        let digest = super::id_digest(traj_id);
+        match albedo::eval_run_of(traj_id) {
+            Some(run) => self
+                .albedo
+                .entry(super::id_digest(run))
+                .or_default()
+                .insert(digest),
+            None => self.others.insert(digest),
         }
     }
 
     /// Forget the trajectories of eval run `eval_run_id`.
     fn forget_run(&mut self, eval_run_id: &str) {
-        let prefix = albedo::run_traj_prefix(eval_run_id);
-        self.albedo.retain(|t| !t.starts_with(&prefix));
+        self.albedo.remove(&super::id_digest(eval_run_id));
     }
 }
 
