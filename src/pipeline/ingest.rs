@@ -101,7 +101,8 @@ struct Known {
 /// digest: 1.6 million mini-coder ids held as strings were 0.2 GB of
 /// `ingest` at 4×, and Albedo's 160,000 (kept whole so that an eval run
 /// that changed could drop its own) grew `ingest albedo` by 20 MB from 1×
-/// to 4×. Albedo's are kept per eval run, which names them.
+/// to 4×. Albedo's are kept per eval run, so that a changed run can drop
+/// its own.
 #[derive(Default)]
 struct KnownTrajectories {
     albedo: HashMap<u128, HashSet<u128>>,
@@ -109,10 +110,11 @@ struct KnownTrajectories {
 }
 
 impl KnownTrajectories {
-    /// Add `traj_id`; false where it was known.
-    fn insert(&mut self, traj_id: &str) -> bool {
+    /// Add `traj_id`, of Albedo eval run `albedo_run` (`None` for another
+    /// source's); false where it was known.
+    fn insert(&mut self, traj_id: &str, albedo_run: Option<&str>) -> bool {
         let digest = super::id_digest(traj_id);
-        match albedo::eval_run_of(traj_id) {
+        match albedo_run {
             Some(run) => self
                 .albedo
                 .entry(super::id_digest(run))
@@ -120,6 +122,12 @@ impl KnownTrajectories {
                 .insert(digest),
             None => self.others.insert(digest),
         }
+    }
+
+    /// Add a trajectory row's id.
+    fn insert_row(&mut self, t: &TrajectoryRow) -> bool {
+        let albedo_run = (t.source == "albedo").then_some(t.eval_run_id.as_deref());
+        self.insert(&t.traj_id, albedo_run.flatten())
     }
 
     /// Forget the trajectories of eval run `eval_run_id`.
@@ -146,11 +154,15 @@ async fn known(lake: &Lake) -> Result<Known, IngestError> {
     if tables.contains("trajectories") {
         // Batch by batch: the ids of a large lake are never held together.
         let context = "loading trajectory ids";
-        let mut ids = engine::stream_sql(&ctx, "SELECT traj_id FROM trajectories", context).await?;
+        let query = "SELECT traj_id, CASE WHEN source = 'albedo' THEN eval_run_id END AS albedo_run FROM trajectories";
+        let mut ids = engine::stream_sql(&ctx, query, context).await?;
         while let Some(batch) = ids.next().await {
-            let batch = batch.map_err(EngineError::query(context))?;
-            for id in strings(&[batch], "traj_id").into_iter().flatten() {
-                k.trajectories.insert(&id);
+            let batch = [batch.map_err(EngineError::query(context))?];
+            let runs = strings(&batch, "albedo_run");
+            for (id, run) in strings(&batch, "traj_id").into_iter().zip(runs) {
+                if let Some(id) = id {
+                    k.trajectories.insert(&id, run.as_deref());
+                }
             }
         }
     }
@@ -451,7 +463,7 @@ pub async fn ingest(
                     || !unit.questions.is_empty()
                     || !unit.judgments.is_empty();
                 for t in unit.trajectories {
-                    if !known.trajectories.insert(&t.trajectory.traj_id) {
+                    if !known.trajectories.insert_row(&t.trajectory) {
                         continue;
                     }
                     report.trajectories += 1;
@@ -543,19 +555,23 @@ mod tests {
     #[test]
     fn known_trajectories_skip_repeats_and_a_replaced_run_forgets_only_its_own() {
         let mut known = KnownTrajectories::default();
+        // Run ids as verdict.json gives them: one is a prefix of another,
+        // one holds a `/`.
         let ids = [
-            albedo::traj_id("r1", "s1", "challenger"),
-            albedo::traj_id("r10", "s1", "challenger"),
-            albedo::traj_id("r2", "s1", "challenger"),
-            "mini_coder/django__django-1/3f2a".to_string(),
-            "mswea/run/astropy__astropy-7".to_string(),
+            (albedo::traj_id("r1", "s1", "challenger"), Some("r1")),
+            (albedo::traj_id("r10", "s1", "challenger"), Some("r10")),
+            (albedo::traj_id("r1/b", "s1", "challenger"), Some("r1/b")),
+            (albedo::traj_id("r2", "s1", "challenger"), Some("r2")),
+            ("mini_coder/django__django-1/3f2a".to_string(), None),
+            ("mswea/run/astropy__astropy-7".to_string(), None),
         ];
-        for id in &ids {
-            assert!(known.insert(id), "{id} is new");
-            assert!(!known.insert(id), "{id} is known");
+        for (id, run) in &ids {
+            assert!(known.insert(id, *run), "{id} is new");
+            assert!(!known.insert(id, *run), "{id} is known");
         }
+        known.forget_run("r1/b");
         known.forget_run("r1");
-        let again: Vec<bool> = ids.iter().map(|id| known.insert(id)).collect();
-        assert_eq!(again, [true, false, false, false, false]);
+        let again: Vec<bool> = ids.iter().map(|(id, run)| known.insert(id, *run)).collect();
+        assert_eq!(again, [true, false, true, false, false, false]);
     }
 }

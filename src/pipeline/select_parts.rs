@@ -4,7 +4,8 @@
 //!
 //! `sql/select_sides.sql` joins each credited turn with its turn and side;
 //! it runs once per bucket of whole eval runs (`buckets::side_buckets`: a
-//! sample never spans two), and leaves `sides_gated` and `sides_tally`.
+//! sample never spans two), and leaves `sides_gated`, `credit_rows`,
+//! `credit_demotions` and `sides_tally`.
 //!
 //! `sql/select_runs.sql` finds each verified run's submit and its finish_mini
 //! pick by joins that hold an entry per run. Run on the whole lake, they

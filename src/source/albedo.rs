@@ -42,12 +42,6 @@ pub fn traj_id(eval_run_id: &str, sample_id: &str, side: &str) -> String {
 /// How every Albedo `traj_id` starts.
 pub const TRAJ_PREFIX: &str = "albedo/";
 
-/// The eval run an Albedo `traj_id` belongs to (`None` for another source's).
-pub fn eval_run_of(traj_id: &str) -> Option<&str> {
-    let rest = traj_id.strip_prefix(TRAJ_PREFIX)?;
-    rest.split_once('/').map(|(run, _)| run)
-}
-
 /// How every `traj_id` of eval run `eval_run_id` starts.
 pub fn run_traj_prefix(eval_run_id: &str) -> String {
     format!("{TRAJ_PREFIX}{eval_run_id}/")
