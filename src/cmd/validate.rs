@@ -278,8 +278,9 @@ pub async fn validate_table(lake: &Lake, args: &ValidateArgs) -> anyhow::Result<
     let kept = {
         use datafusion::prelude::{col, lit};
         let dropped_ids = dropped.iter().map(|r| lit(r.as_str())).collect();
-        // The sort spills past the streams' budget: its memory does not grow with the mix.
-        let bounded = engine::bounded_session(lake, sft::stream_memory(), 4096).await?;
+        // The sort spills past a small budget: its memory does not grow with the mix.
+        let bounded =
+            engine::bounded_session(lake, sft::SMALL_SORT_BUDGET, sft::SMALL_BATCH_ROWS).await?;
         bounded
             .table(args.table.as_str())
             .await?

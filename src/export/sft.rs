@@ -86,11 +86,11 @@ fn tag_lists(batches: &[RecordBatch]) -> Result<Vec<Vec<String>>, ExportError> {
 const CHUNK_ROWS: usize = 256;
 
 /// The memory a stream of rows may use, in MiB (`TURNLAKE_STREAM_MEMORY`,
-/// default 256, at least 16): each of the two queries' operators get half of
-/// it (beyond it the sort by row_id spills to the temporary folder; the
-/// train-turn query stays far below), and the chunks in flight between the
-/// reader and its consumer half.
-pub(crate) fn stream_memory() -> usize {
+/// default 256, at least 16): the messages query's operators get half of it
+/// (beyond it their sort spills to the temporary folder), and the chunks in
+/// flight between the reader and its consumer half. The queries of the rows,
+/// their train turns and credit hold [`SMALL_SORT_BUDGET`] each.
+fn stream_memory() -> usize {
     std::env::var("TURNLAKE_STREAM_MEMORY")
         .ok()
         .and_then(|v| v.parse::<usize>().ok())
@@ -104,11 +104,35 @@ pub(crate) fn stream_memory() -> usize {
 /// merges one batch per spill file. Smaller batches cost more per row than
 /// the sort itself (64 rows took validate twice as long).
 const MESSAGE_BATCH_ROWS: usize = 512;
-/// Rows per batch inside the train-turns query (a few short columns).
-const META_BATCH_ROWS: usize = 4096;
 
-/// Each row's messages. The only join builds on the rows (small); which
-/// messages train comes from the train_meta stream (their `msg_idx`).
+/// Each row's place in row_id order (1, 2, ...), the key of its
+/// trajectory, the last message it reads and its train turns: what the
+/// stream's joins build on, a few dozen bytes a row. (With the rows' own
+/// strings there, their joins held about 200 bytes a row and 250 bytes a
+/// train turn: 47 MB at 4x the reference corpus, a third of that at 1x.)
+/// A key two trajectories share lets the other's messages and turns
+/// through, and the reader drops them by their `traj_id`. (`row_id` is
+/// unique in the mix and in each product, so every query numbers the rows
+/// alike.)
+const ROW_KEYS_SQL: &str = "SELECT row_number() OVER (ORDER BY row_id) AS ord, \
+        hash_key(traj_id) AS key, upto_msg, train_turns FROM rows_in";
+
+/// The rows themselves by their place in row_id order (the window's sort is
+/// the only one: its output is in `ord` order).
+const ROWS_SQL: &str = "SELECT row_number() OVER (ORDER BY row_id) AS ord, \
+        arrow_cast(row_id, 'Utf8') AS row_id, arrow_cast(mix, 'Utf8') AS mix, \
+        arrow_cast(traj_id, 'Utf8') AS traj_id FROM rows_in ORDER BY 1";
+
+/// Bytes each sort of the rows, their train turns and credit holds before it
+/// spills (and validate's sort of the rows it keeps): small, so that they
+/// spill at 1x the reference corpus as at 4x and hold the budget, not the
+/// rows.
+pub(crate) const SMALL_SORT_BUDGET: usize = 4 << 20;
+/// Rows per batch of those queries: a spill file's merge holds one.
+pub(crate) const SMALL_BATCH_ROWS: usize = 1024;
+
+/// Each row's messages by its `ord` (see [`ROW_KEYS_SQL`]); which messages
+/// train comes from the train turns' stream (their `msg_idx`).
 ///
 /// Strings are plain Utf8 before the sort (the session's lake tables give
 /// them so; the casts keep it so whatever a session gives): a joined string view
@@ -116,66 +140,91 @@ const META_BATCH_ROWS: usize = 4096;
 /// count (ten times over) against its memory budget.
 fn messages_sql() -> String {
     format!(
-        "SELECT arrow_cast(r.row_id, 'Utf8') AS row_id, \
-        arrow_cast(r.mix, 'Utf8') AS mix, arrow_cast(r.traj_id, 'Utf8') AS traj_id, m.idx, \
+        "SELECT k.ord, arrow_cast(m.traj_id, 'Utf8') AS traj_id, m.idx, \
         arrow_cast(m.role, 'Utf8') AS role, arrow_cast(m.content, 'Utf8') AS content, \
         {} AS intact \
- FROM rows_in r \
- JOIN messages m ON m.traj_id = r.traj_id AND (r.upto_msg IS NULL OR m.idx <= r.upto_msg) \
+ FROM ({ROW_KEYS_SQL}) k \
+ JOIN messages m ON hash_key(m.traj_id) = k.key AND (k.upto_msg IS NULL OR m.idx <= k.upto_msg) \
  WHERE m.role <> 'exit' \
- ORDER BY 1, 4",
+ ORDER BY 1, 3",
         super::content_intact_sql()
     )
 }
 
-/// Each row's train turns, with the message each one is.
-/// Strings are plain, as in [`messages_sql`]: a view column
-/// a join outputs keeps the whole build side's string buffers alive, so the
-/// sort would count every batch as gigabytes and refuse its budget.
-const META_SQL: &str = "SELECT arrow_cast(row_id, 'Utf8') AS row_id, t, msg_idx, \
-        arrow_cast(cmd_kind, 'Utf8') AS cmd_kind, weight, arrow_cast(tags, 'List(Utf8)') AS tags, is_recovery \
- FROM train_turns_v ORDER BY row_id, t";
-
-/// One train turn of a row: the message it is, and its train_meta entry.
-struct TrainTurn {
-    row_id: String,
-    msg_idx: i64,
-    meta: Value,
+/// Each row's train turns (its trajectory's turns listed in `train_turns`),
+/// with the message each one is.
+fn train_turns_sql() -> String {
+    format!(
+        "SELECT k.ord, arrow_cast(u.traj_id, 'Utf8') AS traj_id, u.t, u.msg_idx, \
+        arrow_cast(u.cmd_kind, 'Utf8') AS cmd_kind, u.prev_failed \
+ FROM ({ROW_KEYS_SQL}) k \
+ JOIN turns u ON hash_key(u.traj_id) = k.key AND array_has(k.train_turns, u.t) \
+ ORDER BY 1, 3"
+    )
 }
 
-/// The train turns of a stream ordered by row_id, taken row by row.
-struct MetaCursor {
+/// The credit of each row's train turns (judged turns have it). A join of
+/// the train turns with their credit would build on the train turns, with
+/// their strings; the two sorted streams are merged here instead.
+fn credit_sql() -> String {
+    format!(
+        "SELECT k.ord, arrow_cast(c.traj_id, 'Utf8') AS traj_id, c.t, c.credit, \
+        arrow_cast(c.tags, 'List(Utf8)') AS tags \
+ FROM ({ROW_KEYS_SQL}) k \
+ JOIN turn_credit c ON hash_key(c.traj_id) = k.key AND array_has(k.train_turns, c.t) \
+ ORDER BY 1, 3"
+    )
+}
+
+/// A query's records in `ord` order, taken one row (one `ord`) at a time.
+struct OrdCursor<T> {
     stream: SendableRecordBatchStream,
-    pending: VecDeque<TrainTurn>,
+    /// What the query reads, for its errors.
+    what: &'static str,
+    decode: fn(&RecordBatch) -> Result<Vec<(i64, T)>, ExportError>,
+    pending: VecDeque<(i64, T)>,
 }
 
-impl MetaCursor {
-    /// The train turns of `row_id` (those of rows before it are skipped).
-    async fn take(&mut self, row_id: &str) -> Result<Vec<TrainTurn>, ExportError> {
+impl<T> OrdCursor<T> {
+    fn new(
+        stream: SendableRecordBatchStream,
+        what: &'static str,
+        decode: fn(&RecordBatch) -> Result<Vec<(i64, T)>, ExportError>,
+    ) -> Self {
+        OrdCursor {
+            stream,
+            what,
+            decode,
+            pending: VecDeque::new(),
+        }
+    }
+
+    /// The records of `ord` (those of rows before it are skipped).
+    async fn take(&mut self, ord: i64) -> Result<Vec<T>, ExportError> {
         let mut out = Vec::new();
         loop {
-            let Some(TrainTurn { row_id: id, .. }) = self.pending.front() else {
+            let Some((o, _)) = self.pending.front() else {
                 match self.stream.next().await {
                     Some(batch) => {
-                        let batch = batch.map_err(query_error("train turns"))?;
-                        self.pending.extend(meta_entries(&batch)?)
+                        let batch = batch.map_err(query_error(self.what))?;
+                        self.pending.extend((self.decode)(&batch)?)
                     }
                     None => return Ok(out),
                 }
                 continue;
             };
-            match id.as_str().cmp(row_id) {
+            match o.cmp(&ord) {
                 std::cmp::Ordering::Less => {
                     self.pending.pop_front();
                 }
-                std::cmp::Ordering::Equal => out.push(self.pending.pop_front().expect("front")),
+                std::cmp::Ordering::Equal => out.push(self.pending.pop_front().expect("front").1),
                 std::cmp::Ordering::Greater => return Ok(out),
             }
         }
     }
 }
 
-/// A failed query of the stream `what` (messages or train turns).
+/// A failed query of the stream `what` (messages, train turns, ...).
 fn query_error(what: &'static str) -> impl Fn(datafusion::error::DataFusionError) -> ExportError {
     move |e| {
         ExportError::Engine(EngineError::Query {
@@ -185,30 +234,121 @@ fn query_error(what: &'static str) -> impl Fn(datafusion::error::DataFusionError
     }
 }
 
-fn meta_entries(batch: &RecordBatch) -> Result<Vec<TrainTurn>, ExportError> {
+/// What the messages stream does not carry of a row.
+struct RowInfo {
+    row_id: String,
+    mix: Option<String>,
+    traj_id: String,
+}
+
+fn row_infos(batch: &RecordBatch) -> Result<Vec<(i64, RowInfo)>, ExportError> {
     let b = std::slice::from_ref(batch);
-    let (row_id, kinds, t, msg_idx, weight, recovery) = (
+    let (ord, ids, mixes, trajs) = (
+        i64s(b, "ord"),
         strings(b, "row_id"),
-        strings(b, "cmd_kind"),
-        i64s(b, "t"),
-        i64s(b, "msg_idx"),
-        f64s(b, "weight"),
-        bools(b, "is_recovery"),
+        strings(b, "mix"),
+        strings(b, "traj_id"),
     );
-    let tags = tag_lists(b)?;
-    Ok((0..row_id.len())
-        .map(|i| {
-            let entry = json!({
-                "t": t[i], "cmd_kind": kinds[i], "weight": weight[i].unwrap_or(0.0),
-                "tags": tags[i], "is_recovery": recovery[i] == Some(true),
-            });
-            TrainTurn {
-                row_id: row_id[i].clone().unwrap_or_default(),
-                msg_idx: msg_idx[i].unwrap_or(-1),
-                meta: entry,
-            }
+    Ok(ord
+        .into_iter()
+        .zip(ids)
+        .zip(mixes.into_iter().zip(trajs))
+        .map(|((ord, id), (mix, traj))| {
+            let info = RowInfo {
+                row_id: id.unwrap_or_default(),
+                mix,
+                traj_id: traj.unwrap_or_default(),
+            };
+            (ord.unwrap_or(-1), info)
         })
         .collect())
+}
+
+/// One train turn of a row: the message it is, and what train_meta reports.
+struct TrainTurn {
+    traj_id: Option<String>,
+    t: Option<i64>,
+    msg_idx: i64,
+    cmd_kind: Option<String>,
+    prev_failed: bool,
+}
+
+fn train_turns(batch: &RecordBatch) -> Result<Vec<(i64, TrainTurn)>, ExportError> {
+    let b = std::slice::from_ref(batch);
+    let (ord, traj, t, msg_idx, kinds, prev_failed) = (
+        i64s(b, "ord"),
+        strings(b, "traj_id"),
+        i64s(b, "t"),
+        i64s(b, "msg_idx"),
+        strings(b, "cmd_kind"),
+        bools(b, "prev_failed"),
+    );
+    Ok((0..ord.len())
+        .map(|i| {
+            let turn = TrainTurn {
+                traj_id: traj[i].clone(),
+                t: t[i],
+                msg_idx: msg_idx[i].unwrap_or(-1),
+                cmd_kind: kinds[i].clone(),
+                prev_failed: prev_failed[i] == Some(true),
+            };
+            (ord[i].unwrap_or(-1), turn)
+        })
+        .collect())
+}
+
+/// The credit of one judged train turn.
+struct TurnCredit {
+    traj_id: Option<String>,
+    t: Option<i64>,
+    credit: f64,
+    tags: Vec<String>,
+}
+
+fn turn_credits(batch: &RecordBatch) -> Result<Vec<(i64, TurnCredit)>, ExportError> {
+    let b = std::slice::from_ref(batch);
+    let (ord, traj, t, credit) = (
+        i64s(b, "ord"),
+        strings(b, "traj_id"),
+        i64s(b, "t"),
+        f64s(b, "credit"),
+    );
+    let tags = tag_lists(b)?;
+    Ok(tags
+        .into_iter()
+        .enumerate()
+        .map(|(i, tags)| {
+            let c = TurnCredit {
+                traj_id: traj[i].clone(),
+                t: t[i],
+                credit: credit[i].unwrap_or(0.0),
+                tags,
+            };
+            (ord[i].unwrap_or(-1), c)
+        })
+        .collect())
+}
+
+/// The train turns of a row, each with its train_meta entry: weight is the
+/// turn's credit (0 without any), and a recovery turn earned credit right
+/// after a failed observation. Turns and credit of another trajectory (let
+/// through by a shared key) are dropped.
+fn train_meta(traj_id: &str, turns: Vec<TrainTurn>, credits: Vec<TurnCredit>) -> Vec<(i64, Value)> {
+    let own = |t: &Option<String>| t.as_deref() == Some(traj_id);
+    turns
+        .into_iter()
+        .filter(|u| own(&u.traj_id))
+        .map(|u| {
+            let c = credits.iter().find(|c| own(&c.traj_id) && c.t == u.t);
+            let weight = c.map_or(0.0, |c| c.credit);
+            let entry = json!({
+                "t": u.t, "cmd_kind": u.cmd_kind, "weight": weight,
+                "tags": c.map_or(&[][..], |c| &c.tags[..]),
+                "is_recovery": u.prev_failed && weight > 0.0,
+            });
+            (u.msg_idx, entry)
+        })
+        .collect()
 }
 
 /// Stream the rows of `table` in row_id order, in chunks (at most
@@ -251,8 +391,8 @@ async fn produce(
 ) -> Result<(), ExportError> {
     // One session per stream: two jobs running at once in one Ballista
     // session can be handed each other's stage plans.
-    let stream = |sql: String, what: &'static str, batch_rows: usize| async move {
-        let ctx = engine::bounded_session(lake, stream_memory() / 2, batch_rows).await?;
+    let stream = |sql: String, what: &'static str, memory: usize, batch_rows: usize| async move {
+        let ctx = engine::bounded_session(lake, memory, batch_rows).await?;
         describe_rows(&ctx, table).await?;
         ctx.sql(&sql)
             .await
@@ -261,12 +401,25 @@ async fn produce(
             .await
             .map_err(query_error(what))
     };
-    let mut messages = stream(messages_sql(), "messages", MESSAGE_BATCH_ROWS).await?;
+    let small = |sql: String, what: &'static str| async move {
+        let s = stream(sql, what, SMALL_SORT_BUDGET, SMALL_BATCH_ROWS).await?;
+        Ok::<_, ExportError>(s)
+    };
+    let mut messages = stream(
+        messages_sql(),
+        "messages",
+        stream_memory() / 2,
+        MESSAGE_BATCH_ROWS,
+    )
+    .await?;
+    let mut rows = OrdCursor::new(small(ROWS_SQL.into(), "rows").await?, "rows", row_infos);
     let mut out = Chunker {
-        meta: MetaCursor {
-            stream: stream(META_SQL.to_string(), "train turns", META_BATCH_ROWS).await?,
-            pending: VecDeque::new(),
-        },
+        turns: OrdCursor::new(
+            small(train_turns_sql(), "train turns").await?,
+            "train turns",
+            train_turns,
+        ),
+        credit: OrdCursor::new(small(credit_sql(), "credit").await?, "credit", turn_credits),
         chunk: Vec::with_capacity(CHUNK_ROWS),
         chunk_bytes: 0,
         // Four chunks are in flight at most: being built, two queued, consumed.
@@ -276,36 +429,45 @@ async fn produce(
     let mut current: Option<OpenRow> = None;
     while let Some(batch) = messages.next().await {
         let b = &[batch.map_err(query_error("messages"))?];
-        let (row_id, mix, traj, role, content) = (
-            strings(b, "row_id"),
-            strings(b, "mix"),
+        let (traj, role, content) = (
             strings(b, "traj_id"),
             strings(b, "role"),
             strings(b, "content"),
         );
-        let (idx, intact) = (i64s(b, "idx"), bools(b, "intact"));
-        for i in 0..row_id.len() {
-            let id = row_id[i].as_deref().unwrap_or("");
-            if current.as_ref().is_none_or(|r| r.row["row_id"] != id) {
+        let (ord, idx, intact) = (i64s(b, "ord"), i64s(b, "idx"), bools(b, "intact"));
+        for i in 0..ord.len() {
+            let ord = ord[i].unwrap_or(-1);
+            if current.as_ref().is_none_or(|r| r.ord != ord) {
                 if let Some(done) = current.take() {
                     if !out.push(done).await? {
                         return Ok(());
                     }
                 }
+                let info = rows.take(ord).await?.pop().ok_or_else(|| {
+                    query_error("rows")(datafusion::error::DataFusionError::Internal(format!(
+                        "no row at place {ord} of the rows' row_id order"
+                    )))
+                })?;
                 current = Some(OpenRow {
-                    row: json!({"messages": [], "train_meta": [], "mix": mix[i], "row_id": id}),
+                    row: json!({"messages": [], "train_meta": [], "mix": info.mix, "row_id": info.row_id}),
+                    ord,
+                    traj_id: info.traj_id,
                     idx: Vec::new(),
                     bytes: 0,
                 });
             }
+            let open = current.as_mut().expect("a row is open");
+            // Another trajectory's message, let through by a shared key.
+            if traj[i].as_deref() != Some(open.traj_id.as_str()) {
+                continue;
+            }
             if intact[i] != Some(true) {
                 return Err(ExportError::Corrupt {
-                    row_id: id.to_string(),
-                    traj_id: traj[i].clone().unwrap_or_default(),
+                    row_id: open.row["row_id"].as_str().unwrap_or("").to_string(),
+                    traj_id: open.traj_id.clone(),
                     idx: idx[i].unwrap_or(-1),
                 });
             }
-            let open = current.as_mut().expect("a row is open");
             open.idx.push(idx[i].unwrap_or(-1));
             open.bytes += content[i].as_deref().map_or(0, str::len);
             open.row["messages"]
@@ -328,6 +490,9 @@ async fn produce(
 /// A row whose messages are still arriving, with each message's index.
 struct OpenRow {
     row: Value,
+    /// Its place in row_id order, and its trajectory.
+    ord: i64,
+    traj_id: String,
     idx: Vec<i64>,
     /// Content bytes so far.
     bytes: usize,
@@ -335,7 +500,8 @@ struct OpenRow {
 
 /// Completed rows, with their train flags and train_meta, sent on in chunks.
 struct Chunker<'a> {
-    meta: MetaCursor,
+    turns: OrdCursor<TrainTurn>,
+    credit: OrdCursor<TurnCredit>,
     chunk: Vec<Value>,
     /// Content bytes in `chunk`, and the most a chunk holds.
     chunk_bytes: usize,
@@ -348,20 +514,22 @@ impl Chunker<'_> {
     async fn push(&mut self, open: OpenRow) -> Result<bool, ExportError> {
         let OpenRow {
             mut row,
+            ord,
+            traj_id,
             idx,
             bytes,
         } = open;
-        let id = row["row_id"].as_str().unwrap_or("").to_string();
-        let turns = self.meta.take(&id).await?;
+        let (turns, credit) = (self.turns.take(ord).await?, self.credit.take(ord).await?);
+        let meta = train_meta(&traj_id, turns, credit);
         for (m, i) in row["messages"]
             .as_array_mut()
             .expect("list")
             .iter_mut()
             .zip(&idx)
         {
-            m["train"] = Value::Bool(turns.iter().any(|t| t.msg_idx == *i));
+            m["train"] = Value::Bool(meta.iter().any(|(msg_idx, _)| msg_idx == i));
         }
-        row["train_meta"] = Value::Array(turns.into_iter().map(|t| t.meta).collect());
+        row["train_meta"] = Value::Array(meta.into_iter().map(|(_, entry)| entry).collect());
         self.chunk.push(row);
         self.chunk_bytes += bytes;
         if self.chunk.len() < CHUNK_ROWS && self.chunk_bytes < self.max_chunk_bytes {
@@ -524,5 +692,64 @@ impl<W: Write + Send> SftWriter<W> {
             }
         }
         Ok(self.summary)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn turn(traj: &str, t: i64, msg_idx: i64, prev_failed: bool) -> TrainTurn {
+        TrainTurn {
+            traj_id: Some(traj.into()),
+            t: Some(t),
+            msg_idx,
+            cmd_kind: Some("edit".into()),
+            prev_failed,
+        }
+    }
+
+    fn credit(traj: &str, t: i64, credit: f64, tags: &[&str]) -> TurnCredit {
+        TurnCredit {
+            traj_id: Some(traj.into()),
+            t: Some(t),
+            credit,
+            tags: tags.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn train_meta_takes_each_turns_own_credit_and_drops_other_trajectories() {
+        let turns = vec![
+            turn("a", 1, 3, true),
+            turn("b", 1, 3, false),
+            turn("a", 2, 5, true),
+            turn("a", 4, 9, false),
+        ];
+        // "b" shares a's key: its turn and its credit for t=2 must not reach a's row.
+        let credits = vec![
+            credit("a", 1, 0.5, &["fix"]),
+            credit("b", 2, 9.0, &["other"]),
+            credit("a", 4, 0.25, &[]),
+        ];
+        let meta = train_meta("a", turns, credits);
+        let got: Vec<(i64, Value)> = meta;
+        assert_eq!(
+            got,
+            vec![
+                (
+                    3,
+                    json!({"t": 1, "cmd_kind": "edit", "weight": 0.5, "tags": ["fix"], "is_recovery": true})
+                ),
+                (
+                    5,
+                    json!({"t": 2, "cmd_kind": "edit", "weight": 0.0, "tags": [], "is_recovery": false})
+                ),
+                (
+                    9,
+                    json!({"t": 4, "cmd_kind": "edit", "weight": 0.25, "tags": [], "is_recovery": false})
+                ),
+            ]
+        );
     }
 }

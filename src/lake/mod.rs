@@ -730,6 +730,7 @@ impl Writer {
             turnlake: env!("CARGO_PKG_VERSION").to_string(),
         };
         crate::failpoint::hit("before-lake-commit");
+        crate::failpoint::pause("before-lake-commit").await;
         if self.lock.as_ref().is_some_and(|l| l.is_lost()) {
             return Err(LakeError::LockLost {
                 root: self.lake.root.to_string(),

@@ -543,8 +543,6 @@ fn a_lock_another_machine_stopped_renewing_is_taken_over_after_its_lease_and_a_l
         &fixtures().join("mswea"),
         &server.bucket_dir().join("mswea"),
     );
-    // Enough eval runs that the second part's holder outlives several
-    // leases (three took 1.46 s on a fast run, under the 1.5 s checked below).
     let corpus = tempfile::tempdir().unwrap();
     synth_corpus(corpus.path(), 9, (6, 10, 0, 0), None);
     copy_dir(
@@ -593,7 +591,10 @@ fn a_lock_another_machine_stopped_renewing_is_taken_over_after_its_lease_and_a_l
     let fresh = s3_url("fresh");
     let spawn = |kind: &str| {
         let mut c = server.turnlake();
+        // The first writer holds its lock for several leases before each
+        // commit, however fast the machine; only its renewals keep it.
         c.env("TURNLAKE_LOCK_LEASE", "0.5")
+            .env("TURNLAKE_PAUSE", "before-lake-commit:1.6")
             .args(["--lake", &fresh, "ingest", kind, &s3_url(kind)])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
