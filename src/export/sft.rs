@@ -18,7 +18,7 @@ use std::sync::Arc;
 use crate::columns::{bools, f64s, i64s, strings};
 use crate::engine::{self, EngineError};
 use crate::lake::{Lake, LakeError};
-use crate::pipeline::mix::describe_rows;
+use crate::pipeline::mix::register_rows;
 use crate::pipeline::select::SelectError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -393,7 +393,7 @@ async fn produce(
     // session can be handed each other's stage plans.
     let stream = |sql: String, what: &'static str, memory: usize, batch_rows: usize| async move {
         let ctx = engine::bounded_session(lake, memory, batch_rows).await?;
-        describe_rows(&ctx, table).await?;
+        register_rows(&ctx, table).await?;
         ctx.sql(&sql)
             .await
             .map_err(query_error(what))?

@@ -110,6 +110,13 @@ const REPORT_CHUNKED: [(&str, &str); 4] = [
 
 /// Register `rows_in` as `table` and define the train-turn views over it.
 pub async fn describe_rows(ctx: &SessionContext, table: &str) -> Result<(), SelectError> {
+    register_rows(ctx, table).await?;
+    run_script(ctx, "sql/train_turns.sql", TRAIN_TURNS_SQL).await?;
+    Ok(())
+}
+
+/// Register `rows_in` as `table` (the rows a query describes or streams).
+pub async fn register_rows(ctx: &SessionContext, table: &str) -> Result<(), SelectError> {
     let _ = ctx.deregister_table("rows_in");
     engine::run_sql(
         ctx,
@@ -117,7 +124,6 @@ pub async fn describe_rows(ctx: &SessionContext, table: &str) -> Result<(), Sele
         "rows_in",
     )
     .await?;
-    run_script(ctx, "sql/train_turns.sql", TRAIN_TURNS_SQL).await?;
     Ok(())
 }
 
