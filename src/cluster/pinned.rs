@@ -8,6 +8,7 @@
 use std::sync::Arc;
 
 use arrow::array::{Array, AsArray, RecordBatch, RecordBatchOptions};
+use arrow::compute::SortOptions;
 use arrow::datatypes::{DataType, FieldRef, Schema, SchemaRef};
 use async_trait::async_trait;
 use datafusion::catalog::Session;
@@ -25,6 +26,8 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::logical_expr::utils::conjunction;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
+use datafusion::physical_expr::expressions::Column;
+use datafusion::physical_expr::{LexOrdering, PhysicalSortExpr};
 use datafusion::physical_plan::empty::EmptyExec;
 use datafusion::physical_plan::ExecutionPlan;
 use deltalake::DeltaTable;
@@ -51,6 +54,10 @@ pub struct PinnedFiles {
     pub store: String,
     pub partition_cols: Vec<String>,
     pub files: Vec<PinnedFile>,
+    /// A column each file is sorted by, ascending, as its writer wrote it
+    /// ([`PinnedTable::sorted_by`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sorted_by: Option<String>,
 }
 
 /// A table provider over [`PinnedFiles`], with the schema the lake's own
@@ -103,6 +110,7 @@ impl PinnedTable {
                 store,
                 partition_cols,
                 files,
+                sorted_by: None,
             },
         )
     }
@@ -125,6 +133,22 @@ impl PinnedTable {
             .collect();
         let schema = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
         Ok(PinnedTable { schema, files })
+    }
+
+    /// The table, each of whose files its writer wrote sorted by `column`
+    /// (ascending; nulls, if any, last): every file is scanned as a
+    /// partition of its own that declares that order, so a query that
+    /// wants it merges the files instead of sorting their rows. The caller
+    /// answers for the order; nothing here reads the files to check it.
+    pub fn sorted_by(mut self, column: &str) -> Result<PinnedTable> {
+        if self.is_partition(column) {
+            return Err(DataFusionError::Plan(format!(
+                "{column} is a partition column: a file holds one value of it"
+            )));
+        }
+        self.schema.field_with_name(column)?;
+        self.files.sorted_by = Some(column.to_string());
+        Ok(self)
     }
 
     pub fn files(&self) -> &PinnedFiles {
@@ -359,15 +383,30 @@ impl TableProvider for PinnedTable {
             let projected = Arc::new(self.schema.project(&wanted)?);
             return Ok(Arc::new(EmptyExec::new(projected)));
         }
-        let stats = Self::row_stats(
-            &Schema::new(data.iter().chain(&parts).cloned().collect::<Vec<_>>()),
-            kept.iter().copied(),
-        );
-        let groups = state.config().target_partitions().clamp(1, kept.len());
+        let full_schema = Schema::new(data.iter().chain(&parts).cloned().collect::<Vec<_>>());
+        let stats = Self::row_stats(&full_schema, kept.iter().copied());
+        // A sorted table's files are read one per partition, each in its order.
+        let groups = match self.files.sorted_by {
+            Some(_) => kept.len(),
+            None => state.config().target_partitions().clamp(1, kept.len()),
+        };
         let mut files = vec![Vec::new(); groups];
         for (i, f) in kept.into_iter().enumerate() {
             files[i % groups].push(self.partitioned_file(f, &parts)?);
         }
+        let ordering = match &self.files.sorted_by {
+            Some(column) => {
+                let ascending = SortOptions {
+                    descending: false,
+                    nulls_first: false,
+                };
+                let column = Arc::new(Column::new_with_schema(column, &full_schema)?);
+                LexOrdering::new([PhysicalSortExpr::new(column, ascending)])
+                    .into_iter()
+                    .collect()
+            }
+            None => Vec::new(),
+        };
         let format = ParquetFormat::default().with_options(state.table_options().parquet.clone());
         let table_schema = TableSchema::builder(Arc::new(Schema::new(data)))
             .with_table_partition_cols(parts)
@@ -378,6 +417,7 @@ impl TableProvider for PinnedTable {
         )
         .with_file_groups(files.into_iter().map(FileGroup::new).collect())
         .with_statistics(stats)
+        .with_output_ordering(ordering)
         .with_projection_indices(Some(indices))?
         .with_limit(limit)
         .build();
@@ -415,6 +455,7 @@ mod tests {
             store: "file:///".into(),
             partition_cols: vec!["source".into()],
             files,
+            sorted_by: None,
         };
         PinnedTable::new(Arc::new(schema), files).unwrap()
     }

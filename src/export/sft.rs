@@ -176,21 +176,20 @@ fn credit_sql() -> String {
     )
 }
 
+/// Reads a batch of a query into its records, each with its row's `ord`.
+type OrdDecoder<T> = fn(&RecordBatch) -> Result<Vec<(i64, T)>, ExportError>;
+
 /// A query's records in `ord` order, taken one row (one `ord`) at a time.
 struct OrdCursor<T> {
     stream: SendableRecordBatchStream,
     /// What the query reads, for its errors.
     what: &'static str,
-    decode: fn(&RecordBatch) -> Result<Vec<(i64, T)>, ExportError>,
+    decode: OrdDecoder<T>,
     pending: VecDeque<(i64, T)>,
 }
 
 impl<T> OrdCursor<T> {
-    fn new(
-        stream: SendableRecordBatchStream,
-        what: &'static str,
-        decode: fn(&RecordBatch) -> Result<Vec<(i64, T)>, ExportError>,
-    ) -> Self {
+    fn new(stream: SendableRecordBatchStream, what: &'static str, decode: OrdDecoder<T>) -> Self {
         OrdCursor {
             stream,
             what,

@@ -511,6 +511,13 @@ pub async fn build_with_report_chunks(
         )
         .into());
     }
+    // select writes each product in row_id order, the order of sft_mix:
+    // the mix merges them as they are read instead of sorting its rows (a
+    // sort that filled its budget, spilled, and queued the batches behind
+    // it: heap peak 30 MB at 1x the reference corpus, 51 MB at 4x).
+    for (_, table) in PRODUCTS {
+        engine::declare_sorted(&step.ctx, table, "row_id").await?;
+    }
     let available = register_quota(&step.ctx, config).await?;
     step.run_sql().await?;
     let rows = step

@@ -295,6 +295,83 @@ fn mix_and_export_are_deterministic_and_byte_exact() {
     assert!(std::fs::read(&p).unwrap().starts_with(b"PAR1"));
 }
 
+/// Whether every file of `table` is in `row_id` order, by
+/// `engine::declare_sorted`, which reads them (in `ctx`, over `lake`).
+async fn in_row_id_order(ctx: &datafusion::prelude::SessionContext, table: &str) -> bool {
+    turnlake::engine::declare_sorted(ctx, table, "row_id")
+        .await
+        .unwrap()
+}
+
+#[test]
+fn mix_merges_the_products_in_row_id_order_and_sorts_them_when_they_are_not() {
+    use turnlake::engine;
+    use turnlake::pipeline::{mix, select, sqlstep};
+    let tmp = tempfile::tempdir().unwrap();
+    let lake_dir = tmp.path().join("lake");
+    build_lake(&lake_dir);
+    ok(run(&lake_dir, &["mix"]));
+    let mix_rows = sql(&lake_dir, "SELECT * FROM sft_mix ORDER BY row_id");
+    assert!(mix_rows.len() > 3, "{mix_rows:?}");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let lake = turnlake::lake::Lake::open(lake_dir.to_str().unwrap()).unwrap();
+    let config = select::SelectConfig::default_config();
+    rt.block_on(async {
+        // select wrote each product in row_id order, and the mix's rows
+        // are those of the products merged in that order: no sort.
+        let ctx = engine::step_session(&lake).await.unwrap();
+        for (_, table) in select::PRODUCTS {
+            assert!(in_row_id_order(&ctx, table).await, "{table}");
+        }
+        assert!(in_row_id_order(&ctx, "sft_mix").await);
+        mix::register_quota(&ctx, &config.mix).await.unwrap();
+        sqlstep::run_script(&ctx, mix::SQL_FILE, mix::SQL)
+            .await
+            .unwrap();
+        let plan = engine::run_sql(
+            &ctx,
+            "EXPLAIN SELECT * FROM mix_rows ORDER BY row_id",
+            "plan",
+        )
+        .await
+        .unwrap();
+        let plan = arrow::util::pretty::pretty_format_batches(&plan)
+            .unwrap()
+            .to_string();
+        assert!(plan.contains("SortPreservingMergeExec"), "{plan}");
+        assert!(!plan.contains("SortExec"), "{plan}");
+
+        // A product whose file is not in row_id order (here written in
+        // reverse) is read as it is, and the mix sorts it.
+        let reversed = engine::run_sql(
+            &ctx,
+            "SELECT * FROM escape_duel ORDER BY row_id DESC",
+            "reversed",
+        )
+        .await
+        .unwrap();
+        assert!(reversed.iter().map(|b| b.num_rows()).sum::<usize>() > 1);
+        let writer = lake.begin("test", serde_json::json!({})).await.unwrap();
+        lake.overwrite("escape_duel", reversed, serde_json::json!({}))
+            .await
+            .unwrap();
+        writer.finish().await.unwrap();
+        let ctx = engine::step_session(&lake).await.unwrap();
+        assert!(!in_row_id_order(&ctx, "escape_duel").await);
+        assert!(in_row_id_order(&ctx, "escape_mini").await);
+    });
+    ok(run(&lake_dir, &["mix"]));
+    assert_eq!(
+        sql(&lake_dir, "SELECT * FROM sft_mix ORDER BY row_id"),
+        mix_rows
+    );
+    let lake = turnlake::lake::Lake::open(lake_dir.to_str().unwrap()).unwrap();
+    rt.block_on(async {
+        let ctx = engine::step_session(&lake).await.unwrap();
+        assert!(in_row_id_order(&ctx, "sft_mix").await);
+    });
+}
+
 #[test]
 fn synthetic_products_reconcile_and_match_their_shares() {
     let tmp = tempfile::tempdir().unwrap();
