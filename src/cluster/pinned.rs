@@ -136,10 +136,12 @@ impl PinnedTable {
     }
 
     /// The table, each of whose files its writer wrote sorted by `column`
-    /// (ascending; nulls, if any, last): every file is scanned as a
-    /// partition of its own that declares that order, so a query that
-    /// wants it merges the files instead of sorting their rows. The caller
-    /// answers for the order; nothing here reads the files to check it.
+    /// (ascending; nulls, if any, last): every file is scanned in
+    /// partitions of its own (the whole file, or contiguous ranges of it)
+    /// that declare that order, so a query that wants it merges the files
+    /// instead of sorting their rows. The caller answers for the order;
+    /// nothing here reads the files to check it (see
+    /// `engine::declare_sorted`).
     pub fn sorted_by(mut self, column: &str) -> Result<PinnedTable> {
         if self.is_partition(column) {
             return Err(DataFusionError::Plan(format!(

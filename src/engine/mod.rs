@@ -124,7 +124,8 @@ pub async fn bounded_session(
 
 /// A [`step_session`] whose sorts hold at most `per_sort` bytes each, one
 /// per partition (beyond it they spill to the temporary folder): for a step
-/// that sorts every row it writes (`mix`). An `ORDER BY` is one sort of all
+/// that may sort every row it writes (`mix`, when its products are not
+/// declared sorted, and its sampling). An `ORDER BY` is one sort of all
 /// partitions, not a sort per partition merged: a union has a partition per
 /// file group of each of its inputs, whose sorts would share the budget in
 /// slivers thinner than a batch of rows.
@@ -242,14 +243,19 @@ pub async fn register(ctx: &SessionContext, lake: &Lake, name: &str) -> Result<(
     Ok(())
 }
 
+/// The most files a table declared sorted may have: a query that merges
+/// them reads them all at once.
+const MAX_SORTED_FILES: usize = 16;
+
 /// Register lake table `name` of `ctx` again as sorted by `column` (see
 /// [`PinnedTable::sorted_by`]) if each of its files is in ascending order
 /// of it, without nulls: a query that wants that order then merges the
 /// files instead of sorting their rows. The order is checked by reading
 /// the column of each file, whole. Returns whether the table is now
-/// declared sorted; a table that is not a pinned scan, or whose files are
-/// not in order (a writer that did not sort them, a compaction that merged
-/// them), is left as it was.
+/// declared sorted; a table that is not a pinned scan, that has more than
+/// [`MAX_SORTED_FILES`] files, or whose files are not in order (a writer
+/// that did not sort them, a compaction that merged them), is left as it
+/// was.
 pub async fn declare_sorted(
     ctx: &SessionContext,
     name: &str,
@@ -265,6 +271,10 @@ pub async fn declare_sorted(
     let Some(pinned) = provider.downcast_ref::<PinnedTable>() else {
         return Ok(false);
     };
+    // A merge opens every file at once, each with its pages and batches.
+    if pinned.files().files.len() > MAX_SORTED_FILES {
+        return Ok(false);
+    }
     let sorted = PinnedTable::new(provider.schema(), pinned.files().clone())
         .and_then(|t| t.sorted_by(column))
         .map_err(err)?;
