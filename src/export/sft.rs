@@ -400,10 +400,7 @@ async fn produce(
             .await
             .map_err(query_error(what))
     };
-    let small = |sql: String, what: &'static str| async move {
-        let s = stream(sql, what, SMALL_SORT_BUDGET, SMALL_BATCH_ROWS).await?;
-        Ok::<_, ExportError>(s)
-    };
+    let small = |sql: String, what| stream(sql, what, SMALL_SORT_BUDGET, SMALL_BATCH_ROWS);
     let mut messages = stream(
         messages_sql(),
         "messages",
