@@ -1,14 +1,10 @@
--- Mixture composition (turnlake mix). Reads: the four products, and
--- mix_quota(mix, take, available, seed) registered from the [mix] config:
--- each mix's quota is all of its rows (mode = "all"), or its share of the
--- largest mixture every share can fill.
+-- Mixture composition (turnlake mix). Reads: mix_candidates, the rows of
+-- the four products (sft_credit, escape_duel, escape_mini, finish_mini),
+-- and mix_quota(mix, take, available, seed), both registered by the mix
+-- (src/pipeline/mix.rs) from the lake and the [mix] config: each mix's
+-- quota is all of its rows (mode = "all"), or its share of the largest
+-- mixture every share can fill.
 -- Writes: sft_mix (the rows of mix_rows, in row_id order).
-
-CREATE VIEW mix_candidates AS
-SELECT * FROM sft_credit
-UNION ALL SELECT * FROM escape_duel
-UNION ALL SELECT * FROM escape_mini
-UNION ALL SELECT * FROM finish_mini;
 
 -- A mix that keeps fewer rows than it has keeps those of lowest seeded draw
 -- (md5 of the seed and row_id), ties by row_id. mix_cut holds, for each such

@@ -45,6 +45,11 @@ pub struct PinnedFile {
     pub rows: Option<u64>,
     /// One value per partition column, in `partition_cols` order.
     pub partition: Vec<Option<String>>,
+    /// In a table sorted in sequence, the file's first and last value of
+    /// the sort column, as text: the planner checks from them that the
+    /// files of the one partition follow one another, and otherwise sorts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub range: Option<[String; 2]>,
 }
 
 /// What travels with a plan: the store, the partition columns and the files.
@@ -58,6 +63,11 @@ pub struct PinnedFiles {
     /// ([`PinnedTable::sorted_by`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sorted_by: Option<String>,
+    /// The files, in this order, are one ascending sequence of `sorted_by`
+    /// (each file's values after the last of the file before it): they are
+    /// scanned in one partition, file after file, with nothing to merge.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub in_sequence: bool,
 }
 
 /// A table provider over [`PinnedFiles`], with the schema the lake's own
@@ -100,6 +110,7 @@ impl PinnedTable {
                         .iter()
                         .map(|c| values.get(c).cloned().flatten())
                         .collect(),
+                    range: None,
                 }
             })
             .collect();
@@ -111,6 +122,7 @@ impl PinnedTable {
                 partition_cols,
                 files,
                 sorted_by: None,
+                in_sequence: false,
             },
         )
     }
@@ -141,7 +153,7 @@ impl PinnedTable {
     /// that declare that order, so a query that wants it merges the files
     /// instead of sorting their rows. The caller answers for the order;
     /// nothing here reads the files to check it (see
-    /// `engine::declare_sorted`).
+    /// `engine::register_sorted`).
     pub fn sorted_by(mut self, column: &str) -> Result<PinnedTable> {
         if self.is_partition(column) {
             return Err(DataFusionError::Plan(format!(
@@ -151,6 +163,18 @@ impl PinnedTable {
         self.schema.field_with_name(column)?;
         self.files.sorted_by = Some(column.to_string());
         Ok(self)
+    }
+
+    /// The table, whose files, in their order, its writers wrote as one
+    /// ascending sequence of `column`: they are scanned in one partition,
+    /// file after file, declaring that order (a query that wants it reads
+    /// the rows as they come). The caller answers for the order within
+    /// each file, as for [`PinnedTable::sorted_by`], and gives each file's
+    /// `range`, from which the planner checks the order across them.
+    pub fn sorted_in_sequence(self, column: &str) -> Result<PinnedTable> {
+        let mut table = self.sorted_by(column)?;
+        table.files.in_sequence = true;
+        Ok(table)
     }
 
     pub fn files(&self) -> &PinnedFiles {
@@ -258,7 +282,12 @@ impl PinnedTable {
             .collect())
     }
 
-    fn partitioned_file(&self, file: &PinnedFile, parts: &[FieldRef]) -> Result<PartitionedFile> {
+    fn partitioned_file(
+        &self,
+        file: &PinnedFile,
+        data: &[FieldRef],
+        parts: &[FieldRef],
+    ) -> Result<PartitionedFile> {
         let values = parts
             .iter()
             .zip(&file.partition)
@@ -274,7 +303,29 @@ impl PinnedTable {
             e_tag: None,
             version: None,
         };
-        Ok(PartitionedFile::new_from_meta(meta).with_partition_values(values))
+        let file_rows = PartitionedFile::new_from_meta(meta).with_partition_values(values);
+        Ok(match self.range_statistics(file, data)? {
+            Some(stats) => file_rows.with_statistics(Arc::new(stats)),
+            None => file_rows,
+        })
+    }
+
+    /// The statistics of a file of a table sorted in sequence: the least
+    /// and greatest value of its sort column (nothing else is known).
+    fn range_statistics(&self, file: &PinnedFile, data: &[FieldRef]) -> Result<Option<Statistics>> {
+        let (Some(column), Some([first, last])) = (&self.files.sorted_by, &file.range) else {
+            return Ok(None);
+        };
+        let Some(index) = data.iter().position(|f| f.name() == column) else {
+            return Ok(None);
+        };
+        let data_type = data[index].data_type();
+        let mut stats = Statistics::new_unknown(&Schema::new(data.to_vec()));
+        let column = &mut stats.column_statistics[index];
+        column.min_value =
+            Precision::Exact(ScalarValue::try_from_string(first.clone(), data_type)?);
+        column.max_value = Precision::Exact(ScalarValue::try_from_string(last.clone(), data_type)?);
+        Ok(Some(stats))
     }
 }
 
@@ -387,14 +438,16 @@ impl TableProvider for PinnedTable {
         }
         let full_schema = Schema::new(data.iter().chain(&parts).cloned().collect::<Vec<_>>());
         let stats = Self::row_stats(&full_schema, kept.iter().copied());
-        // A sorted table's files are read one per partition, each in its order.
+        // A sorted table's files are read one per partition, each in its
+        // order, or, in sequence, all in one partition in theirs.
         let groups = match self.files.sorted_by {
+            Some(_) if self.files.in_sequence => 1,
             Some(_) => kept.len(),
             None => state.config().target_partitions().clamp(1, kept.len()),
         };
         let mut files = vec![Vec::new(); groups];
         for (i, f) in kept.into_iter().enumerate() {
-            files[i % groups].push(self.partitioned_file(f, &parts)?);
+            files[i % groups].push(self.partitioned_file(f, &data, &parts)?);
         }
         let ordering = match &self.files.sorted_by {
             Some(column) => {
@@ -451,6 +504,7 @@ mod tests {
                 size: 1,
                 rows: Some(1),
                 partition: vec![source.map(str::to_string)],
+                range: None,
             })
             .collect();
         let files = PinnedFiles {
@@ -458,6 +512,7 @@ mod tests {
             partition_cols: vec!["source".into()],
             files,
             sorted_by: None,
+            in_sequence: false,
         };
         PinnedTable::new(Arc::new(schema), files).unwrap()
     }

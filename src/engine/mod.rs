@@ -5,12 +5,13 @@ mod bool_cast;
 mod budget;
 mod lake_schema;
 pub mod scratch;
+mod sorted;
 
 pub use lake_schema::Strings;
+pub use sorted::register_sorted;
 
 use std::sync::Arc;
 
-use arrow::array::ArrayRef;
 use arrow::record_batch::RecordBatch;
 use datafusion::dataframe::DataFrame;
 use datafusion::datasource::MemTable;
@@ -21,7 +22,6 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use futures::StreamExt;
 
-use crate::cluster::pinned::PinnedTable;
 use crate::cluster::ClusterError;
 use crate::lake::{Lake, LakeError};
 
@@ -243,95 +243,6 @@ pub async fn register(ctx: &SessionContext, lake: &Lake, name: &str) -> Result<(
     Ok(())
 }
 
-/// The most files a table declared sorted may have: a query that merges
-/// them reads them all at once.
-const MAX_SORTED_FILES: usize = 16;
-
-/// Register lake table `name` of `ctx` again as sorted by `column` (see
-/// [`PinnedTable::sorted_by`]) if each of its files is in ascending order
-/// of it, without nulls: a query that wants that order then merges the
-/// files instead of sorting their rows. The order is checked by reading
-/// the column of each file, whole. Returns whether the table is now
-/// declared sorted; a table that is not a pinned scan, that has more than
-/// [`MAX_SORTED_FILES`] files, or whose files are not in order (a writer
-/// that did not sort them, a compaction that merged them), is left as it
-/// was.
-pub async fn declare_sorted(
-    ctx: &SessionContext,
-    name: &str,
-    column: &str,
-) -> Result<bool, EngineError> {
-    use datafusion::catalog::TableProvider;
-    use datafusion::physical_plan::ExecutionPlanProperties;
-    let err = |source| EngineError::Register {
-        table: name.to_string(),
-        source: Box::new(source),
-    };
-    let provider = ctx.table_provider(name).await.map_err(err)?;
-    let Some(pinned) = provider.downcast_ref::<PinnedTable>() else {
-        return Ok(false);
-    };
-    // A merge opens every file at once, each with its pages and batches.
-    if pinned.files().files.len() > MAX_SORTED_FILES {
-        return Ok(false);
-    }
-    let sorted = PinnedTable::new(provider.schema(), pinned.files().clone())
-        .and_then(|t| t.sorted_by(column))
-        .map_err(err)?;
-    let index = provider
-        .schema()
-        .index_of(column)
-        .map_err(|e| err(e.into()))?;
-    // The table's own scan, a partition per file, as no optimizer split it.
-    let scan = sorted
-        .scan(&ctx.state(), Some(&vec![index]), &[], None)
-        .await
-        .map_err(err)?;
-    for file in 0..scan.output_partitioning().partition_count() {
-        let rows = scan.execute(file, ctx.task_ctx()).map_err(err)?;
-        if !ascending_without_nulls(rows, column).await.map_err(err)? {
-            return Ok(false);
-        }
-    }
-    ctx.deregister_table(name).map_err(err)?;
-    ctx.register_table(name, Arc::new(sorted)).map_err(err)?;
-    Ok(true)
-}
-
-/// Whether column `column` of `rows` never descends and has no nulls.
-async fn ascending_without_nulls(
-    mut rows: SendableRecordBatchStream,
-    column: &str,
-) -> datafusion::error::Result<bool> {
-    use arrow::compute::kernels::cmp::lt;
-    let mut last: Option<ArrayRef> = None;
-    while let Some(batch) = rows.next().await.transpose()? {
-        let values = batch.column_by_name(column).ok_or_else(|| {
-            datafusion::error::DataFusionError::Plan(format!("no column {column}"))
-        })?;
-        let n = values.len();
-        if n == 0 {
-            continue;
-        }
-        if values.null_count() > 0 {
-            return Ok(false);
-        }
-        // Each value against the one before it, the first against the last batch's last.
-        let descends =
-            |later: &ArrayRef, earlier: &ArrayRef| lt(later, earlier).map(|d| d.true_count() > 0);
-        if let Some(prev) = &last {
-            if descends(&values.slice(0, 1), prev)? {
-                return Ok(false);
-            }
-        }
-        if descends(&values.slice(1, n - 1), &values.slice(0, n - 1))? {
-            return Ok(false);
-        }
-        last = Some(values.slice(n - 1, 1));
-    }
-    Ok(true)
-}
-
 /// How `ctx`'s lake tables give their strings.
 fn strings_of(ctx: &SessionContext) -> Strings {
     let options = ctx.state().config().options().catalog.clone();
@@ -467,46 +378,4 @@ async fn memory_table(
         }
     }
     MemTable::try_new(schema, partitions)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use arrow::array::StringArray;
-    use arrow::datatypes::{DataType, Field, Schema};
-    use datafusion::physical_plan::memory::MemoryStream;
-
-    /// The batches of one column `id` holding `values`, as a stream.
-    fn stream(values: &[&[Option<&str>]]) -> SendableRecordBatchStream {
-        let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Utf8, true)]));
-        let batches = values
-            .iter()
-            .map(|v| {
-                let column: ArrayRef = Arc::new(StringArray::from(v.to_vec()));
-                RecordBatch::try_new(Arc::clone(&schema), vec![column]).unwrap()
-            })
-            .collect();
-        Box::pin(MemoryStream::try_new(batches, schema, None).unwrap())
-    }
-
-    #[tokio::test]
-    async fn order_is_checked_within_and_across_batches() {
-        let ascending = |values| ascending_without_nulls(stream(values), "id");
-        assert!(
-            ascending(&[&[Some("a"), Some("b")], &[], &[Some("b"), Some("c")]])
-                .await
-                .unwrap()
-        );
-        // Descending inside a batch, across two batches, past an empty one.
-        assert!(!ascending(&[&[Some("b"), Some("a")]]).await.unwrap());
-        assert!(!ascending(&[&[Some("a"), Some("c")], &[], &[Some("b")]])
-            .await
-            .unwrap());
-        // A null has no place in the declared order.
-        assert!(!ascending(&[&[Some("a"), None]]).await.unwrap());
-        // Byte order, as DataFusion sorts strings: "B" < "a" < "é".
-        assert!(ascending(&[&[Some("B"), Some("a"), Some("é")]])
-            .await
-            .unwrap());
-    }
 }

@@ -81,8 +81,8 @@ pub struct MixReport {
 }
 
 /// Bytes each of the mix's sorts (one per partition) holds before it
-/// spills: sft_mix is written in row_id order, a sort of every row it keeps.
-/// Its one sort gets two partitions' worth, about three batches of rows
+/// spills: mix_cut's, and, when the products are not in row_id order, the
+/// sort of every row sft_mix keeps. That sort gets two partitions' worth, about three batches of rows
 /// (8,192 rows of sft_mix take about 2.5 MB), which it must hold whole.
 /// Small, so that the mix spills at 1x the reference corpus as at 4x, and
 /// its memory is the budget's, not the mix's (with 16 MB it held the whole
@@ -412,6 +412,44 @@ fn reproduction(r: &MixReport, figures: &CreditFigures) -> Reproduction {
     t
 }
 
+/// Register `mix_candidates`, the rows of the four products, which
+/// sql/mix.sql samples. select writes each product in row_id order, the
+/// order of sft_mix, and the products' row_ids (prefixed by their mix) do
+/// not overlap: one table over their files, read one after another in
+/// row_id order, gives the mix its rows in order, with neither a sort (one
+/// that filled its budget and spilled at every scale) nor a merge (which
+/// kept batches of every product waiting while it read the first: heap
+/// peak 43 MB at 1x the reference corpus and 71 MB at 4x, against 39 and
+/// 51 MB read in sequence). Products not in order (an older lake) are read
+/// as they are, and sorted.
+///
+/// The session then plans no round-robin repartition: the candidates flow
+/// in one stream through the joins with the quota and cut (a few rows) to
+/// the writer. Dealt to two threads, they had to be merged again, and the
+/// repartition's queues, over the step's memory budget, spilled.
+pub async fn register_candidates(ctx: &SessionContext) -> Result<(), SelectError> {
+    ctx.state_ref()
+        .write()
+        .config_mut()
+        .options_mut()
+        .optimizer
+        .enable_round_robin_repartition = false;
+    let tables: Vec<&str> = PRODUCTS.iter().map(|(_, table)| *table).collect();
+    if engine::register_sorted(ctx, "mix_candidates", &tables, "row_id").await? {
+        return Ok(());
+    }
+    let err = EngineError::query("the union of the products");
+    let mut union = ctx.table(tables[0]).await.map_err(&err)?;
+    for table in &tables[1..] {
+        union = union
+            .union(ctx.table(*table).await.map_err(&err)?)
+            .map_err(&err)?;
+    }
+    ctx.register_table("mix_candidates", union.into_view())
+        .map_err(&err)?;
+    Ok(())
+}
+
 /// Count what each product offers and register `mix_quota` (mix, take, available, seed),
 /// the table sql/mix.sql samples by. Returns the rows available per mix.
 pub async fn register_quota(
@@ -511,13 +549,7 @@ pub async fn build_with_report_chunks(
         )
         .into());
     }
-    // select writes each product in row_id order, the order of sft_mix:
-    // the mix merges them as they are read instead of sorting its rows (a
-    // sort that filled its budget, spilled, and queued the batches behind
-    // it: heap peak 30 MB at 1x the reference corpus, 51 MB at 4x).
-    for (_, table) in PRODUCTS {
-        engine::declare_sorted(&step.ctx, table, "row_id").await?;
-    }
+    register_candidates(&step.ctx).await?;
     let available = register_quota(&step.ctx, config).await?;
     step.run_sql().await?;
     let rows = step

@@ -296,15 +296,25 @@ fn mix_and_export_are_deterministic_and_byte_exact() {
 }
 
 /// Whether every file of `table` is in `row_id` order, by
-/// `engine::declare_sorted`, which reads them (in `ctx`, over `lake`).
+/// `engine::register_sorted`, which reads them (in `ctx`, over `lake`).
 async fn in_row_id_order(ctx: &datafusion::prelude::SessionContext, table: &str) -> bool {
-    turnlake::engine::declare_sorted(ctx, table, "row_id")
+    turnlake::engine::register_sorted(ctx, table, &[table], "row_id")
         .await
         .unwrap()
 }
 
+/// The physical plan of `sql` in `ctx`, as text.
+async fn plan_of(ctx: &datafusion::prelude::SessionContext, sql: &str) -> String {
+    let plan = turnlake::engine::run_sql(ctx, &format!("EXPLAIN {sql}"), "plan")
+        .await
+        .unwrap();
+    arrow::util::pretty::pretty_format_batches(&plan)
+        .unwrap()
+        .to_string()
+}
+
 #[test]
-fn mix_merges_the_products_in_row_id_order_and_sorts_them_when_they_are_not() {
+fn mix_reads_the_products_in_row_id_order_and_sorts_them_when_they_are_not() {
     use turnlake::engine;
     use turnlake::pipeline::{mix, select, sqlstep};
     let tmp = tempfile::tempdir().unwrap();
@@ -317,27 +327,45 @@ fn mix_merges_the_products_in_row_id_order_and_sorts_them_when_they_are_not() {
     let lake = turnlake::lake::Lake::open(lake_dir.to_str().unwrap()).unwrap();
     let config = select::SelectConfig::default_config();
     rt.block_on(async {
-        // select wrote each product in row_id order, and the mix's rows
-        // are those of the products merged in that order: no sort.
+        // select wrote each product in row_id order, and the mix reads
+        // their files one after another in that order: no sort, no merge.
         let ctx = engine::step_session(&lake).await.unwrap();
         for (_, table) in select::PRODUCTS {
             assert!(in_row_id_order(&ctx, table).await, "{table}");
         }
         assert!(in_row_id_order(&ctx, "sft_mix").await);
         mix::register_quota(&ctx, &config.mix).await.unwrap();
+        mix::register_candidates(&ctx).await.unwrap();
         sqlstep::run_script(&ctx, mix::SQL_FILE, mix::SQL)
             .await
             .unwrap();
-        let plan = engine::run_sql(
+        let plan = plan_of(&ctx, "SELECT * FROM mix_rows ORDER BY row_id").await;
+        assert!(!plan.contains("SortPreservingMergeExec"), "{plan}");
+        assert!(!plan.contains("SortExec"), "{plan}");
+        assert!(!plan.contains("RepartitionExec"), "{plan}");
+        assert_eq!(
+            engine::run_sql(&ctx, "SELECT count(*) FROM mix_candidates", "count")
+                .await
+                .unwrap()[0]
+                .column(0)
+                .as_any()
+                .downcast_ref::<arrow::array::Int64Array>()
+                .unwrap()
+                .value(0) as usize,
+            sql(&lake_dir, "SELECT * FROM sft_mix").len(),
+            "mode all: every candidate is in the mix"
+        );
+        // Tables whose ranges overlap (sft_mix holds escape_duel's rows)
+        // are merged, file by file.
+        assert!(engine::register_sorted(
             &ctx,
-            "EXPLAIN SELECT * FROM mix_rows ORDER BY row_id",
-            "plan",
+            "overlapping",
+            &["sft_mix", "escape_duel"],
+            "row_id"
         )
         .await
-        .unwrap();
-        let plan = arrow::util::pretty::pretty_format_batches(&plan)
-            .unwrap()
-            .to_string();
+        .unwrap());
+        let plan = plan_of(&ctx, "SELECT * FROM overlapping ORDER BY row_id").await;
         assert!(plan.contains("SortPreservingMergeExec"), "{plan}");
         assert!(!plan.contains("SortExec"), "{plan}");
 
