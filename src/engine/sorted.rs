@@ -108,10 +108,15 @@ async fn files_of(
             return Ok(None);
         };
         let files = pinned.files();
+        // Whatever order the table was declared in before, it is read again.
+        let unsorted = files.files.iter().map(|f| PinnedFile {
+            range: None,
+            ..f.clone()
+        });
         match &mut all {
-            // Whatever order the table was declared in before, it is read again.
             None => {
                 let files = PinnedFiles {
+                    files: unsorted.collect(),
                     sorted_by: None,
                     in_sequence: false,
                     ..files.clone()
@@ -125,7 +130,7 @@ async fn files_of(
                 {
                     return Ok(None);
                 }
-                all.files.extend(files.files.iter().cloned());
+                all.files.extend(unsorted);
             }
         }
     }

@@ -82,8 +82,9 @@ pub struct MixReport {
 
 /// Bytes each of the mix's sorts (one per partition) holds before it
 /// spills: mix_cut's, and, when the products are not in row_id order, the
-/// sort of every row sft_mix keeps. That sort gets two partitions' worth, about three batches of rows
-/// (8,192 rows of sft_mix take about 2.5 MB), which it must hold whole.
+/// sort of every row sft_mix keeps. That sort gets two partitions' worth,
+/// about three batches of rows (8,192 rows of sft_mix take about 2.5 MB),
+/// which it must hold whole.
 /// Small, so that the mix spills at 1x the reference corpus as at 4x, and
 /// its memory is the budget's, not the mix's (with 16 MB it held the whole
 /// mix at 1x and spilled at 4x: 34 MB of heap reading its spills back).
