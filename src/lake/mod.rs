@@ -836,7 +836,7 @@ mod tests {
             "one row group for the whole write: {groups:?}"
         );
         for (_, bytes) in &groups {
-            assert!(*bytes as usize <= 2 * ROW_GROUP_BYTES, "{groups:?}");
+            assert!(*bytes as usize <= ROW_GROUP_BYTES, "{groups:?}");
         }
     }
 }
