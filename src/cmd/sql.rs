@@ -36,9 +36,10 @@ pub struct SqlArgs {
 
 /// What a pipeline step's SQL file needs registered before it runs, as the
 /// step registers it: its parameters (from `config`, else the embedded
-/// default), or for mix.sql the rows it describes (sft_mix). Returns the
-/// scratch folder the step's tables are kept in, if it has one (hold it
-/// while the session reads them).
+/// default) and, for mix.sql, its candidates; for the mix's report files,
+/// the rows they describe (sft_mix). Returns the scratch folder the step's
+/// tables are kept in, if it has one (hold it while the session reads
+/// them).
 async fn register_step(
     ctx: &datafusion::prelude::SessionContext,
     file: &std::path::Path,
@@ -72,6 +73,7 @@ async fn register_step(
         "mix" => {
             let c = super::select::load_config(config)?;
             crate::pipeline::mix::register_quota(ctx, &c.mix).await?;
+            crate::pipeline::mix::register_candidates(ctx).await?;
         }
         "mix_report" | "mix_report_input" | "train_turns" if config.is_none() => {
             // Over the whole mix: the report's chunks are a hash's shares of these views.

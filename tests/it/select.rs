@@ -323,6 +323,21 @@ fn mix_reads_the_products_in_row_id_order_and_sorts_them_when_they_are_not() {
     ok(run(&lake_dir, &["mix"]));
     let mix_rows = sql(&lake_dir, "SELECT * FROM sft_mix ORDER BY row_id");
     assert!(mix_rows.len() > 3, "{mix_rows:?}");
+    // The step's SQL file runs on its own too, its candidates registered
+    // as the step registers them.
+    let mix_sql = Path::new(env!("CARGO_MANIFEST_DIR")).join("sql/mix.sql");
+    let o = ok(run(
+        &lake_dir,
+        &[
+            "sql",
+            "-f",
+            mix_sql.to_str().unwrap(),
+            "SELECT count(*) AS n FROM mix_rows",
+            "--format",
+            "csv",
+        ],
+    ));
+    assert_eq!(stdout(&o), format!("n\n{}\n", mix_rows.len()));
     let rt = tokio::runtime::Runtime::new().unwrap();
     let lake = turnlake::lake::Lake::open(lake_dir.to_str().unwrap()).unwrap();
     let config = select::SelectConfig::default_config();
