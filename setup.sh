@@ -16,16 +16,25 @@
 #
 # Tools go to TURNLAKE_TOOLS (default ~/.cache/turnlake-tools); the tests
 # find them there.
+#
+# TURNLAKE_FEATURES names the heavy sinks the build will have, as cargo's
+# --features takes them (default: all of them, `train,scorer,cluster`); an
+# empty value is the lean build (`cargo build --no-default-features`). Only
+# what they need is installed: libtorch for `train`, cmake, g++ and
+# libclang for `scorer` (`cluster` needs nothing beyond cargo).
 set -euo pipefail
 
 TOOLS="${TURNLAKE_TOOLS:-$HOME/.cache/turnlake-tools}"
 S3S_FS_VERSION=0.14.1
 PYARROW_VERSION=17.0.0
 TORCH_VERSION=2.13.0
-DEBIAN_PACKAGES=(cmake libclang-dev g++)
+FEATURES="${TURNLAKE_FEATURES-train,scorer,cluster}"
+wants() { [[ ",${FEATURES// /,}," == *",$1,"* || ",${FEATURES// /,}," == *",default,"* ]]; }
+DEBIAN_PACKAGES=()
+if wants scorer; then DEBIAN_PACKAGES+=(cmake libclang-dev g++); fi
 
 missing=()
-for package in "${DEBIAN_PACKAGES[@]}"; do
+for package in "${DEBIAN_PACKAGES[@]+"${DEBIAN_PACKAGES[@]}"}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "ok installed" || missing+=("$package")
 done
 if ((${#missing[@]})); then
@@ -50,13 +59,15 @@ if ! "$TOOLS/py/bin/python" -c "import pyarrow, sys; sys.exit(pyarrow.__version_
     "$TOOLS/py/bin/pip" install --quiet --disable-pip-version-check "pyarrow==$PYARROW_VERSION"
 fi
 
-TORCH="$TOOLS/torch-$TORCH_VERSION"
-if [ ! -f "$TORCH/torch/lib/libtorch_cpu.so" ]; then
-    echo "setup: installing libtorch $TORCH_VERSION into $TORCH (once; about 1.2 GB)" >&2
-    rm -rf "$TORCH.partial"
-    "$TOOLS/py/bin/pip" install --quiet --disable-pip-version-check --no-deps --target "$TORCH.partial" \
-        "torch==$TORCH_VERSION" nvidia-cuda-runtime==13.0.96 nvidia-cuda-cupti==13.0.85
-    mv "$TORCH.partial" "$TORCH"
+if wants train; then
+    TORCH="$TOOLS/torch-$TORCH_VERSION"
+    if [ ! -f "$TORCH/torch/lib/libtorch_cpu.so" ]; then
+        echo "setup: installing libtorch $TORCH_VERSION into $TORCH (once; about 1.2 GB)" >&2
+        rm -rf "$TORCH.partial"
+        "$TOOLS/py/bin/pip" install --quiet --disable-pip-version-check --no-deps --target "$TORCH.partial" \
+            "torch==$TORCH_VERSION" nvidia-cuda-runtime==13.0.96 nvidia-cuda-cupti==13.0.85
+        mv "$TORCH.partial" "$TORCH"
+    fi
+    mkdir -p "$(dirname "$0")/.tools"
+    ln -sfn "$TORCH/torch" "$(dirname "$0")/.tools/libtorch"
 fi
-mkdir -p "$(dirname "$0")/.tools"
-ln -sfn "$TORCH/torch" "$(dirname "$0")/.tools/libtorch"

@@ -3,9 +3,12 @@
 //! `lake`, queried through `engine` (DataFusion plus the `udf`s of the turn
 //! rules in `turn`), and turned into reports by the `pipeline` steps.
 //! Training with libtorch lives in the `turnlake-train` binary
-//! (src/bin/turnlake-train), so every other command starts without it.
+//! (src/bin/turnlake-train), so every other command starts without it. The
+//! heavy sinks (training, the XGBoost scorer, Ballista) are Cargo features:
+//! see `sinks`.
 
 pub mod cli;
+#[cfg(feature = "cluster")]
 pub mod cluster;
 pub mod cmd;
 pub mod columns;
@@ -19,6 +22,7 @@ pub mod pipeline;
 pub mod plot;
 pub mod progress;
 pub mod scorer;
+pub mod sinks;
 pub mod source;
 pub mod storage;
 pub mod synth;

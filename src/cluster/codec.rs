@@ -19,7 +19,7 @@ use datafusion::execution::TaskContext;
 use datafusion::logical_expr::{Extension, LogicalPlan};
 use datafusion_proto::logical_plan::LogicalExtensionCodec;
 
-use super::pinned::{PinnedFiles, PinnedTable};
+use crate::engine::pinned::{PinnedFiles, PinnedTable};
 
 /// First byte of an encoded table: which kind follows.
 const PINNED: u8 = b'P';

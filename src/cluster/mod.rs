@@ -6,7 +6,6 @@
 //! the client, which writes them through the same lake commit as a local run.
 
 pub mod codec;
-pub mod pinned;
 pub mod serve;
 pub mod stores;
 

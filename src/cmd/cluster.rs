@@ -5,8 +5,6 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 
-use crate::cluster::{parse_url, serve};
-
 #[derive(Debug, Subcommand)]
 pub enum ClusterCommand {
     /// Run a scheduler; prints `turnlake scheduler listening on df://HOST:PORT`.
@@ -51,7 +49,16 @@ pub struct ExecutorArgs {
     pub work_dir: Option<String>,
 }
 
+#[cfg(not(feature = "cluster"))]
+pub async fn run(_what: ClusterCommand) -> anyhow::Result<ExitCode> {
+    Err(crate::sinks::Sink::Cluster
+        .missing("turnlake cluster")
+        .into())
+}
+
+#[cfg(feature = "cluster")]
 pub async fn run(what: ClusterCommand) -> anyhow::Result<ExitCode> {
+    use crate::cluster::{parse_url, serve};
     // Ballista reports through `log`: warnings and errors on stderr (RUST_LOG for more).
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     match what {

@@ -12,6 +12,7 @@ use crate::lake::Lake;
 use crate::output::{write_batches, Format};
 use crate::pipeline::ingest::{ingest, InputKind};
 use crate::pipeline::{credit, stats};
+use crate::sinks::Sink;
 use crate::synth::{self, Params, Sizes};
 
 #[derive(Debug, Args)]
@@ -207,8 +208,17 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         snap.name, snap.lake_version, snap.name
     );
 
-    train(&lake, &dir).await?;
-    scorer(&lake, &dir).await?;
+    let mut skipped = Vec::new();
+    if Sink::Train.built() {
+        train(&lake, &dir).await?;
+    } else {
+        skipped.push(Sink::Train);
+    }
+    if Sink::Scorer.built() {
+        scorer(&lake, &dir).await?;
+    } else {
+        skipped.push(Sink::Scorer);
+    }
     verl(&lake, &dir).await?;
 
     println!(
@@ -236,6 +246,14 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         lake.root(),
         dir.join("lake").display()
     );
+    for sink in skipped {
+        println!(
+            "skipped {}: this build left out the `{}` feature (cargo build --features {})",
+            sink.feature(),
+            sink.feature(),
+            sink.feature()
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 

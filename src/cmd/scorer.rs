@@ -28,6 +28,18 @@ pub enum ScorerCommand {
     Score(ScoreArgs),
 }
 
+impl ScorerCommand {
+    fn name(&self) -> &'static str {
+        match self {
+            ScorerCommand::Features => "features",
+            ScorerCommand::Fit(_) => "fit",
+            ScorerCommand::Eval(_) => "eval",
+            ScorerCommand::Label => "label",
+            ScorerCommand::Score(_) => "score",
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct FitArgs {
     #[arg(long, default_value_t = 7)]
@@ -76,6 +88,9 @@ pub struct ScoreArgs {
 }
 
 pub async fn run(lake: &LakeArg, what: ScorerCommand) -> anyhow::Result<ExitCode> {
+    if !matches!(what, ScorerCommand::Features) {
+        crate::sinks::Sink::Scorer.require(&format!("turnlake scorer {}", what.name()))?;
+    }
     let lake = lake.open().await?;
     match what {
         ScorerCommand::Features => {

@@ -43,6 +43,7 @@ pub const DEFAULT_CONFIG: &str = include_str!("../../data/train.toml");
 
 /// The `turnlake-train` binary, beside this one.
 pub fn trainer() -> anyhow::Result<Command> {
+    crate::sinks::Sink::Train.require("training (turnlake train, turnlake mix sweep)")?;
     let exe = std::env::current_exe().context("locating the turnlake binary")?;
     let trainer = exe.with_file_name(format!("turnlake-train{}", std::env::consts::EXE_SUFFIX));
     anyhow::ensure!(

@@ -16,7 +16,7 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::execution::SessionStateBuilder;
 
-use crate::cluster::pinned::PinnedTable;
+use crate::engine::pinned::PinnedTable;
 use crate::lake::Lake;
 
 /// How a session's lake tables give their string columns.
@@ -109,7 +109,7 @@ pub async fn open(
     // Plain strings (see `without_views`) where asked for, and always on a cluster.
     let schema = match (lake.cluster(), strings) {
         (None, Strings::Views) => delta.schema(),
-        _ => crate::cluster::pinned::without_views(&delta.schema()),
+        _ => crate::engine::pinned::without_views(&delta.schema()),
     };
     Ok(Arc::new(PinnedTable::from_delta(
         &table,

@@ -4,6 +4,7 @@
 mod bool_cast;
 mod budget;
 mod lake_schema;
+pub mod pinned;
 pub mod scratch;
 mod sorted;
 
@@ -22,15 +23,17 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use futures::StreamExt;
 
-use crate::cluster::ClusterError;
 use crate::lake::{Lake, LakeError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
     #[error(transparent)]
     Lake(#[from] LakeError),
+    #[cfg(feature = "cluster")]
     #[error(transparent)]
-    Cluster(#[from] ClusterError),
+    Cluster(#[from] crate::cluster::ClusterError),
+    #[error(transparent)]
+    NotBuilt(#[from] crate::sinks::NotBuilt),
     #[error("registering table {table}")]
     Register {
         table: String,
@@ -83,9 +86,19 @@ pub fn sub_session(base: &SessionContext) -> SessionContext {
     ctx
 }
 
+#[cfg(feature = "cluster")]
+async fn remote_session(url: &str) -> Result<SessionContext, EngineError> {
+    Ok(crate::cluster::remote_session(url).await?)
+}
+
+#[cfg(not(feature = "cluster"))]
+async fn remote_session(_url: &str) -> Result<SessionContext, EngineError> {
+    Err(crate::sinks::Sink::Cluster.missing("--cluster").into())
+}
+
 async fn session_with(lake: &Lake, strings: Strings) -> Result<SessionContext, EngineError> {
     let ctx = match lake.cluster() {
-        Some(url) => crate::cluster::remote_session(url).await?,
+        Some(url) => remote_session(url).await?,
         None => local(SessionContext::new_with_config_rt(
             local_config(strings),
             RuntimeEnvBuilder::new()

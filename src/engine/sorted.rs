@@ -17,7 +17,7 @@ use datafusion::prelude::SessionContext;
 use futures::StreamExt;
 
 use super::EngineError;
-use crate::cluster::pinned::{PinnedFile, PinnedFiles, PinnedTable};
+use crate::engine::pinned::{PinnedFile, PinnedFiles, PinnedTable};
 
 /// The most files a sorted table whose files' ranges overlap may have: a
 /// query merges them, and a merge reads every file at once.

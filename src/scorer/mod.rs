@@ -33,6 +33,8 @@ pub enum ScorerError {
     Storage(#[from] StorageError),
     #[error("xgboost: {0}")]
     Xgboost(String),
+    #[error(transparent)]
+    NotBuilt(#[from] crate::sinks::NotBuilt),
     #[error("model {location}: {reason}")]
     Model { location: String, reason: String },
     #[error("{0}")]
@@ -41,6 +43,7 @@ pub enum ScorerError {
     Input { file: String, reason: String },
 }
 
+#[cfg(feature = "scorer")]
 impl From<xgboost_rs::XGBError> for ScorerError {
     fn from(e: xgboost_rs::XGBError) -> Self {
         ScorerError::Xgboost(e.to_string())

@@ -1,10 +1,13 @@
 //! Gradient-boosted trees through XGBoost: boosting rounds driven one at a
 //! time (`Booster::update`) with early stopping on a validation split, then
 //! the model refit for the best number of rounds. Same data, parameters and
-//! seed: the same model bytes.
+//! seed: the same model bytes. Without the `scorer` feature there is no
+//! booster: fitting or loading a model says which feature builds it.
 
 use serde::{Deserialize, Serialize};
+#[cfg(feature = "scorer")]
 use std::collections::HashMap;
+#[cfg(feature = "scorer")]
 use xgboost_rs::{Booster, DMatrix};
 
 use super::ScorerResult;
@@ -53,6 +56,7 @@ impl Data<'_> {
     }
 }
 
+#[cfg(feature = "scorer")]
 fn dmatrix(x: &[f32], rows: usize, cols: usize) -> ScorerResult<DMatrix> {
     // Row-major: one row is `cols` floats apart, one column 4 bytes.
     Ok(DMatrix::from_col_major_f32(
@@ -66,12 +70,14 @@ fn dmatrix(x: &[f32], rows: usize, cols: usize) -> ScorerResult<DMatrix> {
     )?)
 }
 
+#[cfg(feature = "scorer")]
 fn labelled(d: &Data) -> ScorerResult<DMatrix> {
     let mut m = dmatrix(d.x, d.rows(), d.cols)?;
     m.set_labels(d.y)?;
     Ok(m)
 }
 
+#[cfg(feature = "scorer")]
 fn config(p: &FitParams) -> HashMap<String, String> {
     [
         ("objective", "binary:logistic".to_string()),
@@ -114,6 +120,7 @@ pub struct Trained {
     pub curve: Vec<f64>,
 }
 
+#[cfg(feature = "scorer")]
 /// Boost on `train`, stop when `validation` stops improving, refit for the best round count.
 pub fn fit(train: &Data, validation: &Data, p: &FitParams) -> ScorerResult<Trained> {
     let dtrain = labelled(train)?;
@@ -144,8 +151,10 @@ pub fn fit(train: &Data, validation: &Data, p: &FitParams) -> ScorerResult<Train
 }
 
 /// A loaded model that predicts P(yes).
+#[cfg(feature = "scorer")]
 pub struct Model(Booster);
 
+#[cfg(feature = "scorer")]
 impl Model {
     pub fn from_json(json: &[u8]) -> ScorerResult<Model> {
         Ok(Model(Booster::load_buffer(json)?))
@@ -160,7 +169,34 @@ impl Model {
     }
 }
 
-#[cfg(test)]
+#[cfg(not(feature = "scorer"))]
+fn not_built() -> super::ScorerError {
+    crate::sinks::Sink::Scorer
+        .missing("the local scorer's model")
+        .into()
+}
+
+#[cfg(not(feature = "scorer"))]
+pub fn fit(_train: &Data, _validation: &Data, _p: &FitParams) -> ScorerResult<Trained> {
+    Err(not_built())
+}
+
+/// No model can be loaded in a build without the booster.
+#[cfg(not(feature = "scorer"))]
+pub enum Model {}
+
+#[cfg(not(feature = "scorer"))]
+impl Model {
+    pub fn from_json(_json: &[u8]) -> ScorerResult<Model> {
+        Err(not_built())
+    }
+
+    pub fn predict(&self, _x: &[f32], _cols: usize) -> ScorerResult<Vec<f32>> {
+        match *self {}
+    }
+}
+
+#[cfg(all(test, feature = "scorer"))]
 mod tests {
     use super::*;
 

@@ -21,16 +21,31 @@ fn demo_runs_the_whole_pipeline() {
         "== mix",
         "== export sft",
         "== validate",
-        "== train",
-        "== scorer eval",
-        "== scorer score",
         "== export verl",
     ] {
         assert!(out.contains(section), "missing {section}:\n{out}");
     }
+    // Each heavy sink runs when built, and is named as skipped when not.
+    for (built, feature, sections) in [
+        (cfg!(feature = "train"), "train", &["== train"][..]),
+        (
+            cfg!(feature = "scorer"),
+            "scorer",
+            &["== scorer eval", "== scorer score"][..],
+        ),
+    ] {
+        let skipped = format!("skipped {feature}: this build left out the `{feature}` feature");
+        assert_eq!(out.contains(&skipped), !built, "{out}");
+        for section in sections {
+            assert_eq!(out.contains(section), built, "{section}:\n{out}");
+        }
+    }
     assert!(out.contains("100.00% decode back exactly"), "{out}");
     assert!(dir.join("plots/credit_by_kind.png").exists());
-    assert!(dir.join("lake/models/checklist/report.json").exists());
+    assert_eq!(
+        dir.join("lake/models/checklist/report.json").exists(),
+        cfg!(feature = "scorer")
+    );
     assert!(dir.join("verl/manifest.json").exists());
     let jsonl = std::fs::read_to_string(dir.join("sft_mix.jsonl")).unwrap();
     assert!(jsonl.lines().count() > 10);

@@ -1,7 +1,10 @@
 //! The integration tests, as modules of one test binary so the whole stack
 //! (DataFusion, delta-rs) is linked once. Each module drives the real
 //! `turnlake` binary on fixtures, the real samples or a synthetic corpus.
+//! The modules of a heavy sink (cluster, scorer, train) build with its
+//! feature; `sinks` checks what a build without them says.
 
+#[cfg(feature = "cluster")]
 mod cluster;
 mod common;
 mod credit;
@@ -10,10 +13,13 @@ mod ingest;
 mod lake;
 mod real_samples;
 mod s3;
+#[cfg(feature = "scorer")]
 mod scorer;
 mod select;
+mod sinks;
 mod streaming;
 mod synth;
+#[cfg(feature = "train")]
 mod train;
 mod udf_parity;
 mod validate;

@@ -270,6 +270,7 @@ fn verl_export_refuses_scorer_labels_without_calibration() {
     assert!(!out.exists());
 }
 
+#[cfg(feature = "scorer")]
 #[test]
 fn verl_export_of_a_synthetic_corpus_matches_the_lake_and_reads_back_in_pyarrow() {
     let tmp = tempfile::tempdir().unwrap();
