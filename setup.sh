@@ -11,8 +11,10 @@
 #                   this version), into $TOOLS/torch-2.13.0; `.tools/libtorch`
 #                   in the clone points at it, and .cargo/config.toml hands it
 #                   to the build as LIBTORCH
-#   pyarrow         in a Python venv ($TOOLS/py): the verl export test reads
-#                   the written Parquet back the way verl's datasets do
+#   Python venv     $TOOLS/py, exactly python/requirements.lock: pyarrow (the
+#                   verl export test reads the written Parquet back the way
+#                   verl's datasets do) and mini-swe-agent (the tests drive its
+#                   real agent to write the runs turnlake ingests)
 #
 # Tools go to TURNLAKE_TOOLS (default ~/.cache/turnlake-tools); the tests
 # find them there.
@@ -26,7 +28,6 @@ set -euo pipefail
 
 TOOLS="${TURNLAKE_TOOLS:-$HOME/.cache/turnlake-tools}"
 S3S_FS_VERSION=0.14.1
-PYARROW_VERSION=17.0.0
 TORCH_VERSION=2.13.0
 FEATURES="${TURNLAKE_FEATURES-train,scorer,cluster}"
 wants() { [[ ",${FEATURES// /,}," == *",$1,"* || ",${FEATURES// /,}," == *",default,"* ]]; }
@@ -53,10 +54,14 @@ if ! "$TOOLS/bin/s3s-fs" --version 2>/dev/null | grep -qF "$S3S_FS_VERSION"; the
     rm -rf "$TOOLS/target"
 fi
 
-if ! "$TOOLS/py/bin/python" -c "import pyarrow, sys; sys.exit(pyarrow.__version__ != '$PYARROW_VERSION')" 2>/dev/null; then
-    echo "setup: installing pyarrow $PYARROW_VERSION into $TOOLS/py (once)" >&2
-    python3 -m venv "$TOOLS/py"
-    "$TOOLS/py/bin/pip" install --quiet --disable-pip-version-check "pyarrow==$PYARROW_VERSION"
+# The venv holds exactly python/requirements.lock; a changed lock rebuilds it.
+LOCK="$(dirname "$0")/python/requirements.lock"
+LOCK_SHA=$(sha256sum "$LOCK" | cut -d' ' -f1)
+if [ "$(cat "$TOOLS/py/.lock-sha256" 2>/dev/null)" != "$LOCK_SHA" ]; then
+    echo "setup: installing python/requirements.lock into $TOOLS/py (once per lock)" >&2
+    [ -x "$TOOLS/py/bin/pip" ] || python3 -m venv "$TOOLS/py"
+    "$TOOLS/py/bin/pip" install --quiet --disable-pip-version-check --no-deps -r "$LOCK"
+    echo "$LOCK_SHA" > "$TOOLS/py/.lock-sha256"
 fi
 
 if wants train; then

@@ -2,7 +2,7 @@
 -- The runs are split into parts by a hash of traj_id, and this file runs once per part,
 -- so its joins, which hold an entry per run, hold one part's runs, not the lake's.
 -- Reads: run_turns and run_trajectories (sql/select_runs_input.sql: the turns a product can
--- use and the trajectories, of the part's mini-coder runs only), select_params.
+-- use and the trajectories, of the part's runs of select.toml's runs.sources), select_params.
 -- Builds: part_gated (the part's escape_mini and finish_mini candidates through the format
 -- gate), part_finish_rows (its finish_mini rows that train, with their seeded hash) and
 -- part_tally (its finish_mini counts). sql/finish_keep.sql then keeps finish_mini's rows.
@@ -11,9 +11,9 @@
 -- repeat run and the turn's own command differs from it; the row ends at the escape.
 CREATE VIEW cand_escape_mini AS
 SELECT 'escape_mini' AS mix, 'escape_mini/' || x.traj_id || '/' || CAST(x.t AS VARCHAR) AS row_id, x.traj_id,
-       'mini_coder' AS source, CAST(NULL AS VARCHAR) AS sample_id, s.instance_id, x.msg_idx AS upto_msg,
+       s.source, CAST(NULL AS VARCHAR) AS sample_id, s.instance_id, x.msg_idx AS upto_msg,
        CAST(NULL AS DOUBLE) AS score, CAST(NULL AS BOOLEAN) AS passed_credit_gates, x.prior_failures, x.t,
-       x.n_bash_blocks, x.think_unclosed, x.is_submit
+       x.n_bash_blocks, x.think_unclosed, x.is_submit, x.format_error
 FROM select_params p
 CROSS JOIN run_turns x
 JOIN run_trajectories s ON s.traj_id = x.traj_id
@@ -27,13 +27,14 @@ WHERE x.after_repeat_run AND NOT x.repeats_prev AND x.has_command
 -- run is found by an aggregate, which holds one hash per run (a window would hold every
 -- eligible turn).
 CREATE VIEW finish_runs AS
-SELECT s.traj_id, s.instance_id, e.t AS submit_t
+SELECT s.traj_id, s.source, s.instance_id, e.t AS submit_t
 FROM run_trajectories s
 JOIN run_turns e ON e.traj_id = s.traj_id AND e.is_last AND e.is_submit
 WHERE s.verified;
 
 CREATE VIEW finish_eligible AS
-SELECT r.traj_id, r.instance_id, x.t, x.msg_idx, x.n_bash_blocks, x.think_unclosed, x.is_submit,
+SELECT r.traj_id, r.source, r.instance_id, x.t, x.msg_idx, x.n_bash_blocks, x.think_unclosed, x.is_submit,
+       x.format_error,
        digest(CAST(p.finish_seed AS VARCHAR) || r.traj_id || '/' || CAST(x.t AS VARCHAR), 'md5') AS h
 FROM select_params p
 CROSS JOIN finish_runs r
@@ -50,10 +51,10 @@ CREATE VIEW finish_pick AS
 SELECT min(h) AS h FROM finish_eligible GROUP BY traj_id;
 
 CREATE VIEW cand_finish_mini AS
-SELECT 'finish_mini' AS mix, 'finish_mini/' || e.traj_id AS row_id, e.traj_id, 'mini_coder' AS source,
+SELECT 'finish_mini' AS mix, 'finish_mini/' || e.traj_id AS row_id, e.traj_id, e.source,
        CAST(NULL AS VARCHAR) AS sample_id, e.instance_id, e.msg_idx AS upto_msg, CAST(NULL AS DOUBLE) AS score,
        CAST(NULL AS BOOLEAN) AS passed_credit_gates, CAST(NULL AS INT) AS prior_failures, e.t,
-       e.n_bash_blocks, e.think_unclosed, e.is_submit
+       e.n_bash_blocks, e.think_unclosed, e.is_submit, e.format_error
 FROM finish_pick k
 JOIN finish_eligible e ON e.h = k.h;
 
@@ -62,7 +63,7 @@ JOIN finish_eligible e ON e.h = k.h;
 CREATE TABLE part_gated AS
 SELECT mix, row_id, traj_id, source, sample_id, instance_id, upto_msg, score,
        passed_credit_gates, prior_failures, t, is_submit,
-       format_gate(n_bash_blocks, think_unclosed, false) AS demoted
+       format_gate(n_bash_blocks, think_unclosed, false, format_error) AS demoted
 FROM (SELECT * FROM cand_escape_mini UNION ALL SELECT * FROM cand_finish_mini);
 
 -- finish_mini's rows that train, each with the seeded hash that ranks it.

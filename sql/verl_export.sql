@@ -7,7 +7,7 @@
 
 -- Albedo sides the judge scored, and every run of the other sources.
 CREATE VIEW verl_trajectories AS
-SELECT tr.traj_id, tr.source, tr.sample_id, tr.side, tr.judged,
+SELECT tr.traj_id, tr.source, tr.sample_id, tr.side, tr.judged, tr.tools,
        CASE WHEN tr.judged THEN tr.score END AS r_judge,
        CASE WHEN tr.verified IS NULL THEN NULL WHEN tr.verified THEN 1.0 ELSE 0.0 END AS r_outcome
 FROM trajectories tr
@@ -15,11 +15,13 @@ WHERE tr.source IN (SELECT source FROM verl_sources)
   AND (tr.source <> 'albedo' OR tr.judged);
 
 -- A trajectory's own turns: an Albedo side's scored outputs, every turn of
--- the others. parsed: exactly one bash block and no unclosed <think>.
+-- the others. parsed: the agent could execute the response (turns.parsed: text with
+-- exactly one bash block or tool calls each with a command, no format error, no unclosed
+-- <think>; lakes written before it: exactly one bash block and no unclosed <think>).
 -- exits: the recorded exit (the submit command, its observation, or the exit record).
 CREATE VIEW verl_turns AS
 SELECT u.traj_id, u.t, u.msg_idx, u.turn_sha,
-       coalesce(u.n_bash_blocks = 1 AND NOT coalesce(u.think_unclosed, false), false) AS parsed,
+       coalesce(u.parsed, u.n_bash_blocks = 1 AND NOT coalesce(u.think_unclosed, false), false) AS parsed,
        u.submit_signal IS NOT NULL AS exits,
        CASE WHEN tr.judged THEN c.credit > 0 ELSE l.earns_credit END AS label,
        CASE WHEN tr.judged THEN 'judge' ELSE 'scorer' END AS label_source,

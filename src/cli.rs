@@ -109,8 +109,20 @@ pub enum IngestSource {
         #[arg(required = true)]
         paths: Vec<String>,
     },
-    /// mini-swe-agent *.traj.json files (or folders of them), local or s3://.
+    /// mini-swe-agent *.traj.json files (or folders of them, such as a
+    /// `mini-extra swebench` output folder), local or s3://. A changed file
+    /// (a `--redo-existing` rerun) replaces the trajectory it gave before.
     Mswea {
+        #[arg(required = true)]
+        paths: Vec<String>,
+    },
+    /// SWE-bench reports of one's own runs (the harness's run report,
+    /// sb-cli's, or folders of per-instance report.json): set `verified` of
+    /// the mswea trajectories of each judged instance.
+    SwebenchResults {
+        /// Only the trajectories whose files lie under this folder (one batch run).
+        #[arg(long)]
+        under: Option<String>,
         #[arg(required = true)]
         paths: Vec<String>,
     },

@@ -14,6 +14,7 @@
 //! | `is_submit(command [, marker])` | whether the command prints a submit marker |
 //! | `submit_signal(command, next_observation, exit_status_after, marker)` | `command`, `observation`, `exit` or null |
 //! | `think_unclosed(text)` | whether a `<think>` is left open |
+//! | `fields_sha(reasoning_content, tool_calls, tool_call_id)` | the digest `messages.fields_sha` stores of them |
 //! | `cited_outputs(text)` | the CANDIDATE OUTPUT numbers a judge explanation cites |
 //! | `obs_format(text)` | RETURNCODE / SWE_AGENT / OPENHANDS of an observation |
 //! | `obs_failed(text [, format])` | whether an observation reports failure (in `format`, else its own) |
@@ -32,7 +33,7 @@
 //!
 //! | UDF | returns |
 //! |---|---|
-//! | `format_gate(n_bash_blocks, think_unclosed, repeats_in_row)` | why the format gate demotes a train turn, or null |
+//! | `format_gate(n_bash_blocks, think_unclosed, repeats_in_row[, format_error])` | why the format gate demotes a train turn, or null |
 //! | `hash_part(text, parts)` | which of `parts` parts `text` falls in (a fixed hash of its bytes) |
 //! | `hash_key(text)` | that fixed 64-bit hash: a key 8 bytes wide for a join that keeps a superset, an exact join on the text following |
 
@@ -223,6 +224,22 @@ fn submit_signal(a: &[&StringArray]) -> ArrayRef {
 fn think_unclosed(a: &[&StringArray]) -> ArrayRef {
     map_bool(a[0], turn::think_unclosed)
 }
+fn fields_sha(a: &[&StringArray]) -> ArrayRef {
+    fn value(c: &StringArray, i: usize) -> Option<&str> {
+        c.is_valid(i).then(|| c.value(i))
+    }
+    Arc::new(
+        (0..a[0].len())
+            .map(|i| {
+                Some(crate::source::derive::fields_sha(
+                    value(a[0], i),
+                    value(a[1], i),
+                    value(a[2], i),
+                ))
+            })
+            .collect::<StringArray>(),
+    )
+}
 fn cited_outputs(a: &[&StringArray]) -> ArrayRef {
     let mut b = ListBuilder::new(Int32Builder::new());
     for v in a[0].iter() {
@@ -318,11 +335,14 @@ fn format_gate(a: &[ArrayRef]) -> Result<ArrayRef> {
         a[1].as_boolean(),
         a[2].as_boolean(),
     );
+    // The optional fourth argument: the turn's format error (null: none).
+    let rejected = a.get(3);
     let flag = |f: &BooleanArray, i: usize| f.is_valid(i) && f.value(i);
     Ok(Arc::new(
         (0..blocks.len())
             .map(|i| {
                 crate::pipeline::select::gate_reason(
+                    rejected.is_some_and(|r| r.is_valid(i)),
                     blocks.is_valid(i).then(|| blocks.value(i)),
                     flag(think, i),
                     flag(repeats, i),
@@ -391,7 +411,14 @@ fn word_hash(bytes: &[u8]) -> u64 {
 fn selection_udfs() -> Vec<Udf> {
     let gate = [DataType::Int32, DataType::Int64]
         .into_iter()
-        .map(|n| vec![n, DataType::Boolean, DataType::Boolean])
+        .flat_map(|n| {
+            let three = vec![n, DataType::Boolean, DataType::Boolean];
+            let four = [DataType::Utf8, DataType::Utf8View]
+                .into_iter()
+                .map(|e| [three.clone(), vec![e]].concat())
+                .collect::<Vec<_>>();
+            std::iter::once(three).chain(four)
+        })
         .collect();
     let text = [DataType::Utf8, DataType::LargeUtf8, DataType::Utf8View];
     let part = text
@@ -418,6 +445,7 @@ pub fn all() -> Vec<ScalarUDF> {
         Udf::new("is_submit", DataType::Boolean, (1, 2), is_submit),
         Udf::new("submit_signal", DataType::Utf8, (4, 4), submit_signal),
         Udf::new("think_unclosed", DataType::Boolean, (1, 1), think_unclosed),
+        Udf::new("fields_sha", DataType::Utf8, (3, 3), fields_sha),
         Udf::new("cited_outputs", list, (1, 1), cited_outputs),
         Udf::new(
             "normalize_command",
@@ -555,6 +583,17 @@ mod tests {
                 Some("repeats another train turn's command".into()),
             ]
         );
+        // With the turn's format error: a rejected response is demoted as such.
+        let gate = ctx
+            .sql("SELECT format_gate(n, false, false, e) FROM (VALUES (2, 'Expected exactly 1 action, found 2.'), (1, CAST(NULL AS VARCHAR))) AS v(n, e)")
+            .await
+            .unwrap()
+            .collect()
+            .await
+            .unwrap();
+        let c = gate[0].column(0).as_string::<i32>();
+        assert_eq!(c.value(0), "rejected by the agent (format error)");
+        assert!(c.is_null(1));
     }
 
     #[tokio::test]

@@ -1,4 +1,4 @@
-//! `turnlake ingest albedo|mini-coder|mswea PATH...`
+//! `turnlake ingest albedo|mini-coder|mswea|swebench-results PATH...`
 
 use anyhow::Context;
 use std::process::ExitCode;
@@ -10,12 +10,16 @@ use crate::storage::Location;
 
 pub async fn run(lake: &LakeArg, source: IngestSource) -> anyhow::Result<ExitCode> {
     let lake = lake.open().await?;
+    if let IngestSource::SwebenchResults { under, paths } = source {
+        return swebench_results(&lake, under, paths).await;
+    }
     let (kind, paths) = match source {
         IngestSource::Albedo { no_verify, paths } => {
             (InputKind::Albedo { verify: !no_verify }, paths)
         }
         IngestSource::MiniCoder { paths } => (InputKind::MiniCoder, paths),
         IngestSource::Mswea { paths } => (InputKind::Mswea, paths),
+        IngestSource::SwebenchResults { .. } => unreachable!("handled above"),
     };
     let paths = paths
         .iter()
@@ -51,7 +55,40 @@ pub fn print_report(r: &IngestReport) {
         "new rows: {} trajectories, {} turns, {} messages",
         r.trajectories, r.turns, r.messages
     );
+    if r.replaced > 0 {
+        println!(
+            "replaced: {} trajectories of changed files (their rows were dropped)",
+            r.replaced
+        );
+    }
     if r.rejected > 0 {
         println!("rejected records are in table `rejects` (turnlake sql \"SELECT input_file, line, field, reason FROM rejects\")");
     }
+}
+
+/// `ingest swebench-results`: set the verdicts, print what they matched.
+async fn swebench_results(
+    lake: &crate::lake::Lake,
+    under: Option<String>,
+    paths: Vec<String>,
+) -> anyhow::Result<ExitCode> {
+    let paths = paths
+        .iter()
+        .map(|p| Location::parse(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let under = under.as_deref().map(Location::parse).transpose()?;
+    let r = crate::pipeline::outcomes::ingest(lake, paths, under)
+        .await
+        .context("ingest swebench-results failed")?;
+    println!(
+        "{} reports: {} instances resolved, {} unresolved; verified set on {} mswea trajectories",
+        r.reports, r.resolved, r.unresolved, r.trajectories
+    );
+    if r.unmatched > 0 {
+        eprintln!(
+            "note: {} judged instances have no mswea trajectory in the lake (ingest the runs first, or check --under)",
+            r.unmatched
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }

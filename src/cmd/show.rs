@@ -1,4 +1,4 @@
-//! `turnlake show TRAJ_ID | --sample-id ID --side SIDE [--format table|json]`:
+//! `turnlake show TRAJ_ID | --sample-id ID --side SIDE [--format table|json|traj.json]`:
 //! one trajectory, turn by turn, with what the pipeline made of it. Colour
 //! on a terminal, plain when piped.
 
@@ -14,6 +14,9 @@ use crate::pipeline::show::{show, TrajectoryView, TurnView, Which};
 pub enum ShowFormat {
     Table,
     Json,
+    /// A mini-swe-agent trajectory file (for `mini-extra inspector`).
+    #[value(name = "traj.json")]
+    TrajJson,
 }
 
 #[derive(Debug, Args)]
@@ -173,6 +176,11 @@ pub async fn run(lake: &LakeArg, args: ShowArgs) -> anyhow::Result<ExitCode> {
     };
     let lake = lake.open().await?;
     let view = show(&lake, &which).await?;
+    if args.format == ShowFormat::TrajJson {
+        let file = crate::pipeline::show::trajectory_file(&lake, &view.traj_id).await?;
+        println!("{}", serde_json::to_string_pretty(&file)?);
+        return Ok(ExitCode::SUCCESS);
+    }
     let answers = crate::scorer::jobs::side_answers(&lake, &view.traj_id).await?;
     match args.format {
         ShowFormat::Json => {
@@ -180,6 +188,7 @@ pub async fn run(lake: &LakeArg, args: ShowArgs) -> anyhow::Result<ExitCode> {
             value["answers"] = serde_json::to_value(&answers)?;
             println!("{}", serde_json::to_string_pretty(&value)?)
         }
+        ShowFormat::TrajJson => unreachable!("written above"),
         ShowFormat::Table => {
             println!("{}", render(&view, std::io::stdout().is_terminal()));
             if let Some(answers) = &answers {

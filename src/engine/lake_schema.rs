@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+use arrow::datatypes::{FieldRef, Schema, SchemaRef};
 use datafusion::catalog::SchemaProvider;
 use datafusion::datasource::TableProvider;
 use datafusion::error::{DataFusionError, Result};
@@ -107,15 +108,56 @@ pub async fn open(
         .map_err(|e| external(Box::new(e)))?;
     let delta = table.table_provider().await?;
     // Plain strings (see `without_views`) where asked for, and always on a cluster.
+    let recorded = with_later_columns(name, delta.schema());
     let schema = match (lake.cluster(), strings) {
-        (None, Strings::Views) => delta.schema(),
-        _ => crate::engine::pinned::without_views(&delta.schema()),
+        (None, Strings::Views) => recorded,
+        _ => crate::engine::pinned::without_views(&recorded),
     };
     Ok(Arc::new(PinnedTable::from_delta(
         &table,
         &lake.table_url(name),
         schema,
     )?))
+}
+
+/// Columns added to a schema file whose null every reader takes as "not
+/// recorded" (the exports check content alone, `parsed` falls back to the
+/// block count): a table written before them reads them as nulls. Other
+/// added columns are not filled in, so their steps can tell the user what
+/// to rerun (`credit_citations.category`, say).
+const READ_AS_NULL: [(&str, &[&str]); 3] = [
+    ("trajectories", &["tools"]),
+    ("messages", &["tool_call_id", "recovered", "fields_sha"]),
+    ("turns", &["commands", "format_error", "parsed"]),
+];
+
+/// `schema` with the [`READ_AS_NULL`] columns it lacks (before the
+/// partition columns), so today's queries run on an older lake unchanged.
+fn with_later_columns(name: &str, schema: SchemaRef) -> SchemaRef {
+    let Some((_, later)) = READ_AS_NULL.iter().find(|(table, _)| *table == name) else {
+        return schema;
+    };
+    let Ok(file) = crate::lake::table_schema(name) else {
+        return schema;
+    };
+    let missing: Vec<FieldRef> = file
+        .schema
+        .fields()
+        .iter()
+        .filter(|f| later.contains(&f.name().as_str()) && schema.field_with_name(f.name()).is_err())
+        .cloned()
+        .collect();
+    if missing.is_empty() {
+        return schema;
+    }
+    let (mut fields, partitions): (Vec<FieldRef>, Vec<FieldRef>) = schema
+        .fields()
+        .iter()
+        .cloned()
+        .partition(|f| !file.partition_by.contains(f.name()));
+    fields.extend(missing);
+    fields.extend(partitions);
+    Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
 }
 
 #[async_trait]

@@ -238,6 +238,21 @@ async fn with_tables(
     Ok(ctx)
 }
 
+/// Register lake table `name` with no rows where `ctx` has none of that
+/// name: a step whose source was never ingested reads it as empty.
+pub fn register_empty_if_missing(ctx: &SessionContext, name: &str) -> Result<(), EngineError> {
+    let err = |source| EngineError::Register {
+        table: name.to_string(),
+        source: Box::new(source),
+    };
+    if !ctx.table_exist(name).map_err(err)? {
+        let schema = crate::lake::table_schema(name)?.schema;
+        ctx.register_batch(name, RecordBatch::new_empty(schema))
+            .map_err(err)?;
+    }
+    Ok(())
+}
+
 /// (Re-)register one table at the version the lake's view now gives it
 /// (after this process committed to it).
 pub async fn register(ctx: &SessionContext, lake: &Lake, name: &str) -> Result<(), EngineError> {

@@ -1,6 +1,9 @@
 //! The SFT export: one JSON object per row,
-//! `{"row_id", "mix", "messages": [{"role", "content", "train"}], "train_meta": [...]}`,
-//! as JSONL or Parquet. Message content comes byte-exact from `messages` and
+//! `{"row_id", "mix", "messages": [{"role", "content", "train", ...}], "train_meta": [...], "tools"?}`,
+//! as JSONL or Parquet (`schemas/exports/sft.json`). Each message carries its
+//! recorded `reasoning_content`, `tool_calls` and `tool_call_id` where it has
+//! them; a response the agent rejected (recovered) is not among them, since
+//! the model never saw it. Message content comes byte-exact from `messages` and
 //! is checked against its stored hash; rows are written in `row_id` order, so
 //! the same lake and config give a byte-identical file.
 
@@ -142,10 +145,13 @@ fn messages_sql() -> String {
     format!(
         "SELECT k.ord, arrow_cast(m.traj_id, 'Utf8') AS traj_id, m.idx, \
         arrow_cast(m.role, 'Utf8') AS role, arrow_cast(m.content, 'Utf8') AS content, \
+        arrow_cast(m.reasoning_content, 'Utf8') AS reasoning_content, \
+        arrow_cast(m.tool_calls, 'Utf8') AS tool_calls, \
+        arrow_cast(m.tool_call_id, 'Utf8') AS tool_call_id, \
         {} AS intact \
  FROM ({ROW_KEYS_SQL}) k \
  JOIN messages m ON hash_key(m.traj_id) = k.key AND (k.upto_msg IS NULL OR m.idx <= k.upto_msg) \
- WHERE m.role <> 'exit' \
+ WHERE m.role <> 'exit' AND m.recovered IS NOT TRUE \
  ORDER BY 1, 3",
         super::content_intact_sql()
     )
@@ -393,6 +399,8 @@ async fn produce(
     let stream = |sql: String, what: &'static str, memory: usize, batch_rows: usize| async move {
         let ctx = engine::bounded_session(lake, memory, batch_rows).await?;
         register_rows(&ctx, table).await?;
+        // One's own runs alone: no credit table, no judged turn.
+        engine::register_empty_if_missing(&ctx, "turn_credit")?;
         ctx.sql(&sql)
             .await
             .map_err(query_error(what))?
@@ -422,6 +430,7 @@ async fn produce(
         max_chunk_bytes: stream_memory() / 8,
         tx,
     };
+    let tools = run_tools(lake).await?;
     let mut current: Option<OpenRow> = None;
     while let Some(batch) = messages.next().await {
         let b = &[batch.map_err(query_error("messages"))?];
@@ -429,6 +438,11 @@ async fn produce(
             strings(b, "traj_id"),
             strings(b, "role"),
             strings(b, "content"),
+        );
+        let (reasoning, tool_calls, tool_call_id) = (
+            strings(b, "reasoning_content"),
+            strings(b, "tool_calls"),
+            strings(b, "tool_call_id"),
         );
         let (ord, idx, intact) = (i64s(b, "ord"), i64s(b, "idx"), bools(b, "intact"));
         for i in 0..ord.len() {
@@ -444,8 +458,12 @@ async fn produce(
                         "no row at place {ord} of the rows' row_id order"
                     )))
                 })?;
+                let mut row = json!({"messages": [], "train_meta": [], "mix": info.mix, "row_id": info.row_id});
+                if let Some(t) = tools.get(&info.traj_id) {
+                    row["tools"] = t.clone();
+                }
                 current = Some(OpenRow {
-                    row: json!({"messages": [], "train_meta": [], "mix": info.mix, "row_id": info.row_id}),
+                    row,
                     ord,
                     traj_id: info.traj_id,
                     idx: Vec::new(),
@@ -466,10 +484,25 @@ async fn produce(
             }
             open.idx.push(idx[i].unwrap_or(-1));
             open.bytes += content[i].as_deref().map_or(0, str::len);
+            let mut message = json!({"role": role[i], "content": content[i], "train": false});
+            if let Some(r) = &reasoning[i] {
+                message["reasoning_content"] = json!(r);
+            }
+            if let Some(calls) = &tool_calls[i] {
+                message["tool_calls"] =
+                    serde_json::from_str(calls).map_err(|_| ExportError::Corrupt {
+                        row_id: open.row["row_id"].as_str().unwrap_or("").to_string(),
+                        traj_id: open.traj_id.clone(),
+                        idx: idx[i].unwrap_or(-1),
+                    })?;
+            }
+            if let Some(id) = &tool_call_id[i] {
+                message["tool_call_id"] = json!(id);
+            }
             open.row["messages"]
                 .as_array_mut()
                 .expect("list")
-                .push(json!({"role": role[i], "content": content[i], "train": false}));
+                .push(message);
         }
     }
     if let Some(done) = current {
@@ -481,6 +514,27 @@ async fn produce(
         let _ = out.tx.send(out.chunk).await;
     }
     Ok(())
+}
+
+/// The tool schema (JSON) of every run that was given one: few are (one's
+/// own tool-call runs), so a map holds them.
+async fn run_tools(
+    lake: &Lake,
+) -> Result<std::collections::HashMap<String, Value>, ExportError> {
+    let ctx = engine::bounded_session(lake, SMALL_SORT_BUDGET, SMALL_BATCH_ROWS).await?;
+    let found = engine::run_sql(
+        &ctx,
+        "SELECT arrow_cast(traj_id, 'Utf8') AS traj_id, arrow_cast(tools, 'Utf8') AS tools \
+         FROM trajectories WHERE tools IS NOT NULL",
+        "export: reading the runs' tools",
+    )
+    .await?;
+    let (ids, tools) = (strings(&found, "traj_id"), strings(&found, "tools"));
+    Ok(ids
+        .into_iter()
+        .zip(tools)
+        .filter_map(|(id, t)| Some((id?, serde_json::from_str(&t?).ok()?)))
+        .collect())
 }
 
 /// A row whose messages are still arriving, with each message's index.
@@ -546,11 +600,13 @@ pub async fn rows(lake: &Lake, table: &str) -> Result<Vec<Value>, ExportError> {
 }
 
 fn parquet_schema() -> Arc<Schema> {
-    let message = Fields::from(vec![
+    let mut message = vec![
         Field::new("role", DataType::Utf8, false),
         Field::new("content", DataType::Utf8, false),
         Field::new("train", DataType::Boolean, false),
-    ]);
+    ];
+    message.extend(super::recorded_fields());
+    let message = Fields::from(message);
     let meta = Fields::from(vec![
         Field::new("t", DataType::Int32, false),
         Field::new("cmd_kind", DataType::Utf8, true),
@@ -579,7 +635,28 @@ fn parquet_schema() -> Arc<Schema> {
             DataType::List(Arc::new(Field::new("item", DataType::Struct(meta), true))),
             false,
         ),
+        Field::new("tools", DataType::Utf8, true),
     ]))
+}
+
+/// A row as the Parquet file types it: tool calls with string arguments
+/// ([`super::tool_calls_for_parquet`]) and `tools` as its JSON text.
+fn parquet_row(r: &Value) -> std::borrow::Cow<'_, Value> {
+    let calls = |m: &Value| m.get("tool_calls").and_then(super::tool_calls_for_parquet);
+    let messages = r["messages"].as_array().map_or(&[][..], Vec::as_slice);
+    if r.get("tools").is_none() && !messages.iter().any(|m| calls(m).is_some()) {
+        return std::borrow::Cow::Borrowed(r);
+    }
+    let mut row = r.clone();
+    if let Some(tools) = row.get_mut("tools") {
+        *tools = Value::String(tools.to_string());
+    }
+    for m in row["messages"].as_array_mut().expect("a list") {
+        if let Some(fixed) = calls(m) {
+            m["tool_calls"] = fixed;
+        }
+    }
+    std::borrow::Cow::Owned(row)
 }
 
 /// Rows per Parquet batch (and row group input): fixed, so the file's bytes
@@ -640,7 +717,11 @@ impl<W: Write + Send> SftWriter<W> {
             self.summary.rows += 1;
             self.summary.messages += r["messages"].as_array().map_or(0, Vec::len);
             self.summary.train_turns += r["train_meta"].as_array().map_or(0, Vec::len);
-            serde_json::to_writer(&mut self.lines, r).map_err(std::io::Error::from)?;
+            match &self.sink {
+                Sink::Jsonl(_) => serde_json::to_writer(&mut self.lines, r),
+                Sink::Parquet(_) => serde_json::to_writer(&mut self.lines, &parquet_row(r)),
+            }
+            .map_err(std::io::Error::from)?;
             self.lines.push(b'\n');
             self.buffered += 1;
             match &mut self.sink {

@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use crate::columns::{bools, f64s, i64s, strings};
 use crate::engine::{self, EngineError};
-use crate::lake::{table_schema, Lake, LakeError};
+use crate::lake::{Lake, LakeError};
 use crate::pipeline::sqlstep::run_script;
 use crate::scorer::store;
 use crate::scorer::turns::TurnReport;
@@ -85,18 +85,44 @@ pub fn r_exit(t_exit: Option<i64>, t_last_evidence: Option<i64>) -> Option<f64> 
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
-pub struct Message {
-    pub role: String,
-    pub content: String,
+use super::ExportMessage as Message;
+
+/// A trajectory's recorded messages, each with whether the agent sent it to
+/// the model (a recovered format-error response it did not).
+struct Recorded {
+    messages: Vec<Message>,
+    sent: Vec<bool>,
+}
+
+impl Recorded {
+    /// The messages before `end` that the model saw.
+    fn sent_before(&self, end: usize) -> Vec<&Message> {
+        self.messages[..end]
+            .iter()
+            .zip(&self.sent)
+            .filter(|(_, sent)| **sent)
+            .map(|(m, _)| m)
+            .collect()
+    }
+}
+
+/// A message as the Parquet files type it ([`super::tool_calls_for_parquet`]).
+fn parquet_message(m: &Message) -> std::borrow::Cow<'_, Message> {
+    match m.tool_calls.as_ref().and_then(super::tool_calls_for_parquet) {
+        Some(calls) => std::borrow::Cow::Owned(Message {
+            tool_calls: Some(calls),
+            ..m.clone()
+        }),
+        None => std::borrow::Cow::Borrowed(m),
+    }
 }
 
 #[derive(Debug, Serialize)]
 struct TurnOut<'a> {
     t: i64,
     turn_sha: &'a str,
-    prompt: &'a [Message],
-    response: &'a str,
+    prompt: Vec<&'a Message>,
+    response: &'a Message,
     r_turn: i64,
     parsed: bool,
 }
@@ -107,6 +133,8 @@ struct TrajectoryOut<'a> {
     source: &'a str,
     sample_id: Option<&'a str>,
     side: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<&'a serde_json::Value>,
     turns: Vec<TurnOut<'a>>,
     r_exit: Option<f64>,
     r_format: i64,
@@ -146,7 +174,8 @@ struct ExtraInfo<'a> {
 #[derive(Debug, Serialize)]
 struct RlRow<'a> {
     data_source: String,
-    prompt: &'a [Message],
+    prompt: Vec<std::borrow::Cow<'a, Message>>,
+    tools: Option<&'a str>,
     ability: &'static str,
     reward_model: RewardModel,
     extra_info: ExtraInfo<'a>,
@@ -155,14 +184,17 @@ struct RlRow<'a> {
 #[derive(Debug, Serialize)]
 struct SftRow<'a> {
     trajectory_id: &'a str,
-    messages: &'a [Message],
+    messages: Vec<std::borrow::Cow<'a, Message>>,
+    tools: Option<&'a str>,
 }
 
 fn message_list() -> DataType {
-    let message = Fields::from(vec![
+    let mut fields = vec![
         Field::new("role", DataType::Utf8, false),
         Field::new("content", DataType::Utf8, false),
-    ]);
+    ];
+    fields.extend(super::recorded_fields());
+    let message = Fields::from(fields);
     DataType::List(Arc::new(Field::new(
         "item",
         DataType::Struct(message),
@@ -177,6 +209,7 @@ pub fn rl_schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
         Field::new("data_source", DataType::Utf8, false),
         Field::new("prompt", message_list(), false),
+        Field::new("tools", DataType::Utf8, true),
         Field::new("ability", DataType::Utf8, false),
         Field::new(
             "reward_model",
@@ -216,6 +249,7 @@ pub fn sft_schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
         Field::new("trajectory_id", DataType::Utf8, false),
         Field::new("messages", message_list(), false),
+        Field::new("tools", DataType::Utf8, true),
     ]))
 }
 
@@ -262,6 +296,8 @@ struct Trajectory {
     r_judge: Option<f64>,
     r_outcome: Option<f64>,
     judged: bool,
+    /// The tool schema the run was given (JSON), parsed for the JSONL line.
+    tools: Option<(String, serde_json::Value)>,
     turns: Vec<Turn>,
 }
 
@@ -272,14 +308,6 @@ struct Turn {
     parsed: bool,
     exits: bool,
     label: Option<bool>,
-}
-
-fn empty_table(ctx: &datafusion::prelude::SessionContext, name: &str) -> Result<(), VerlError> {
-    if !ctx.table_exist(name)? {
-        let schema = table_schema(name)?.schema;
-        ctx.register_batch(name, RecordBatch::new_empty(schema))?;
-    }
-    Ok(())
 }
 
 /// Load the exported trajectories and their labelled turns; refuse scorer
@@ -317,8 +345,8 @@ async fn plan(
                 .into(),
         ));
     }
-    empty_table(ctx, "turn_credit")?;
-    empty_table(ctx, "turn_labels")?;
+    engine::register_empty_if_missing(ctx, "turn_credit")?;
+    engine::register_empty_if_missing(ctx, "turn_labels")?;
     run_script(ctx, SQL.0, SQL.1).await?;
 
     let facts = engine::run_sql(
@@ -334,10 +362,11 @@ async fn plan(
         strings(&facts, "sample_id"),
         strings(&facts, "side"),
     );
-    let (judge, outcome, judged) = (
+    let (judge, outcome, judged, tools) = (
         f64s(&facts, "r_judge"),
         f64s(&facts, "r_outcome"),
         bools(&facts, "judged"),
+        strings(&facts, "tools"),
     );
     for i in 0..ids.len() {
         out.insert(
@@ -349,6 +378,11 @@ async fn plan(
                 r_judge: judge[i],
                 r_outcome: outcome[i],
                 judged: judged[i].unwrap_or(false),
+                tools: tools[i].as_ref().and_then(|t| {
+                    serde_json::from_str::<serde_json::Value>(t)
+                        .ok()
+                        .map(|v| (t.clone(), v))
+                }),
                 turns: Vec::new(),
             },
         );
@@ -493,8 +527,9 @@ fn write_trajectory(
     opts: &VerlOptions,
     id: &str,
     tr: &Trajectory,
-    messages: &[Message],
+    recorded: &Recorded,
 ) -> Result<(), VerlError> {
+    let messages = &recorded.messages;
     let label_source = if tr.judged { "judge" } else { "scorer" };
     let mut turns = Vec::with_capacity(tr.turns.len());
     for turn in &tr.turns {
@@ -517,8 +552,8 @@ fn write_trajectory(
         turns.push(TurnOut {
             t: turn.t,
             turn_sha: &turn.turn_sha,
-            prompt: &messages[..at],
-            response: &messages[at].content,
+            prompt: recorded.sent_before(at),
+            response: &messages[at],
             r_turn: if label { 1 } else { -1 },
             parsed: turn.parsed,
         });
@@ -536,6 +571,7 @@ fn write_trajectory(
         source: &tr.source,
         sample_id: tr.sample_id.as_deref(),
         side: tr.side.as_deref(),
+        tools: tr.tools.as_ref().map(|(_, v)| v),
         r_exit: r_exit(t_exit, t_last_evidence),
         r_format,
         r_outcome: tr.r_outcome,
@@ -556,6 +592,14 @@ fn write_trajectory(
         .turns
         .last()
         .map_or(messages.len(), |t| t.msg_idx as usize + 1);
+    let tools = tr.tools.as_ref().map(|(text, _)| text.as_str());
+    let for_parquet = |end: usize| {
+        recorded
+            .sent_before(end)
+            .into_iter()
+            .map(parquet_message)
+            .collect::<Vec<_>>()
+    };
     let r_turn: Vec<i64> = out.turns.iter().map(|t| t.r_turn).collect();
     let ground_truth = serde_json::json!({
         "r_turn": r_turn, "r_format": r_format, "r_exit": out.r_exit, "r_outcome": out.r_outcome,
@@ -563,7 +607,8 @@ fn write_trajectory(
     });
     let rl = RlRow {
         data_source: format!("turnlake/{}", tr.source),
-        prompt: &messages[..first],
+        prompt: for_parquet(first),
+        tools,
         ability: "coding-agent",
         reward_model: RewardModel {
             style: "turnlake",
@@ -592,7 +637,8 @@ fn write_trajectory(
     w.rl_rows.push(b'\n');
     let sft = SftRow {
         trajectory_id: id,
-        messages: &messages[..last],
+        messages: for_parquet(last),
+        tools,
     };
     serde_json::to_writer(&mut w.sft_rows, &sft).map_err(std::io::Error::from)?;
     w.sft_rows.push(b'\n');
@@ -621,7 +667,7 @@ fn write_trajectory(
 }
 
 /// One trajectory's recorded messages, checked against their stored hashes.
-type Group = (String, Vec<Message>);
+type Group = (String, Recorded);
 
 /// Write the export's files into the local folder `dir`.
 pub async fn write(lake: &Lake, opts: &VerlOptions, dir: &Path) -> Result<VerlSummary, VerlError> {
@@ -629,7 +675,8 @@ pub async fn write(lake: &Lake, opts: &VerlOptions, dir: &Path) -> Result<VerlSu
     let (trajectories, calibration) = plan(&ctx, lake, opts).await?;
     let stream = ctx
         .sql(&format!(
-            "SELECT m.traj_id, m.idx, m.role, m.content, {} AS intact FROM messages m \
+            "SELECT m.traj_id, m.idx, m.role, m.content, m.reasoning_content, m.tool_calls, \
+             m.tool_call_id, coalesce(m.recovered, false) AS recovered, {} AS intact FROM messages m \
              WHERE m.traj_id IN (SELECT traj_id FROM verl_trajectories) ORDER BY m.traj_id, m.idx",
             super::content_intact_sql()
         ))
@@ -685,6 +732,12 @@ pub async fn write(lake: &Lake, opts: &VerlOptions, dir: &Path) -> Result<VerlSu
                 strings(b, "content"),
                 bools(b, "intact"),
             );
+            let (reasoning, tool_calls, tool_call_id, recovered) = (
+                strings(b, "reasoning_content"),
+                strings(b, "tool_calls"),
+                strings(b, "tool_call_id"),
+                bools(b, "recovered"),
+            );
             for i in 0..ids.len() {
                 let id = ids[i].clone().unwrap_or_default();
                 if current.as_ref().is_some_and(|(c, _)| *c != id)
@@ -692,27 +745,42 @@ pub async fn write(lake: &Lake, opts: &VerlOptions, dir: &Path) -> Result<VerlSu
                 {
                     return Ok(());
                 }
-                let group = current.get_or_insert_with(|| (id.clone(), Vec::new()));
+                let group = current.get_or_insert_with(|| {
+                    (
+                        id.clone(),
+                        Recorded {
+                            messages: Vec::new(),
+                            sent: Vec::new(),
+                        },
+                    )
+                });
                 let text = content[i].clone().unwrap_or_default();
-                if idx[i] != Some(group.1.len() as i64) {
+                let n = group.1.messages.len();
+                if idx[i] != Some(n as i64) {
                     return Err(VerlError::Integrity {
                         traj_id: id,
-                        reason: format!("message {} is missing", group.1.len()),
+                        reason: format!("message {n} is missing"),
                     });
                 }
                 if intact[i] != Some(true) {
                     return Err(VerlError::Integrity {
                         traj_id: id,
-                        reason: format!(
-                            "message {} does not match its stored content hash",
-                            group.1.len()
-                        ),
+                        reason: format!("message {n} does not match its stored content hash"),
                     });
                 }
-                group.1.push(Message {
-                    role: role[i].clone().unwrap_or_default(),
-                    content: text,
-                });
+                let message = Message::from_stored(
+                    role[i].clone().unwrap_or_default(),
+                    text,
+                    reasoning[i].clone(),
+                    tool_calls[i].as_deref(),
+                    tool_call_id[i].clone(),
+                )
+                .ok_or_else(|| VerlError::Integrity {
+                    traj_id: id.clone(),
+                    reason: format!("message {n}'s stored tool_calls are not JSON"),
+                })?;
+                group.1.messages.push(message);
+                group.1.sent.push(recovered[i] != Some(true));
             }
         }
         if let Some(group) = current.take() {

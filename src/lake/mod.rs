@@ -682,6 +682,29 @@ impl Lake {
         Ok(())
     }
 
+    /// Set `column` to `value` in the rows matching `predicate`, as one new version.
+    pub async fn update_where(
+        &self,
+        name: &str,
+        predicate: datafusion::prelude::Expr,
+        column: &str,
+        value: datafusion::prelude::Expr,
+    ) -> LakeResult<()> {
+        let delta = |source| LakeError::Delta {
+            table: name.to_string(),
+            source: Box::new(source),
+        };
+        if let Some(table) = self.newest(name).await? {
+            table
+                .update()
+                .with_predicate(predicate)
+                .with_update(column, value)
+                .await
+                .map_err(delta)?;
+        }
+        Ok(())
+    }
+
     /// Every table of the view, sorted by name.
     pub async fn tables(&self) -> LakeResult<Vec<TableInfo>> {
         let view = self.view().await?;

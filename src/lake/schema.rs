@@ -43,6 +43,10 @@ const FILES: &[(&str, &str)] = &[
     ("judgments", include_str!("../../schemas/judgments.json")),
     ("rejects", include_str!("../../schemas/rejects.json")),
     (
+        "swebench_results",
+        include_str!("../../schemas/swebench_results.json"),
+    ),
+    (
         "credit_citations",
         include_str!("../../schemas/credit_citations.json"),
     ),

@@ -4,7 +4,8 @@
 //! Re-ingest is idempotent: a trajectory whose `traj_id` the lake holds is
 //! not written again (ids of mini-coder and mswea trajectories include their
 //! content hash), an Albedo run whose `run_sha` is unchanged is skipped, and
-//! a changed run replaces its old rows. Counts reconcile:
+//! a changed run replaces its old rows; a changed mini-swe-agent file (a
+//! `--redo-existing` rerun) replaces the trajectory it gave. Counts reconcile:
 //! `read = written + unchanged + rejected`.
 
 use futures::StreamExt;
@@ -77,6 +78,8 @@ pub struct IngestReport {
     pub trajectories: u64,
     pub turns: u64,
     pub messages: u64,
+    /// Trajectories replaced by a changed file's new one (mswea reruns).
+    pub replaced: u64,
     pub notes: Vec<String>,
 }
 
@@ -95,6 +98,8 @@ struct Known {
     trajectories: KnownTrajectories,
     runs: HashMap<String, String>,
     rejects: HashSet<String>,
+    /// The trajectory each mswea file gave (one file, one trajectory).
+    mswea_files: HashMap<String, Vec<String>>,
 }
 
 /// The trajectory ids a lake holds and this ingest added, each as a 128-bit
@@ -130,6 +135,11 @@ impl KnownTrajectories {
         self.insert(&t.traj_id, albedo_run.flatten())
     }
 
+    /// Forget a trajectory of another source than Albedo (its rows were dropped).
+    fn forget(&mut self, traj_id: &str) {
+        self.others.remove(&super::id_digest(traj_id));
+    }
+
     /// Forget the trajectories of eval run `eval_run_id`.
     fn forget_run(&mut self, eval_run_id: &str) {
         self.albedo.remove(&super::id_digest(eval_run_id));
@@ -150,6 +160,7 @@ async fn known(lake: &Lake) -> Result<Known, IngestError> {
         trajectories: KnownTrajectories::default(),
         runs: HashMap::new(),
         rejects: HashSet::new(),
+        mswea_files: HashMap::new(),
     };
     if tables.contains("trajectories") {
         // Batch by batch: the ids of a large lake are never held together.
@@ -164,6 +175,17 @@ async fn known(lake: &Lake) -> Result<Known, IngestError> {
                     k.trajectories.insert(&id, run.as_deref());
                 }
             }
+        }
+    }
+    if tables.contains("trajectories") {
+        let b = engine::run_sql(
+            &ctx,
+            "SELECT input_file, traj_id FROM trajectories WHERE source = 'mswea' ORDER BY traj_id",
+            "loading mswea trajectories",
+        )
+        .await?;
+        for (file, id) in column(&b, "input_file").into_iter().zip(column(&b, "traj_id")) {
+            k.mswea_files.entry(file).or_default().push(id);
         }
     }
     if tables.contains("evals") {
@@ -391,6 +413,18 @@ async fn delete_run(lake: &Lake, eval_run_id: &str) -> Result<(), LakeError> {
     Ok(())
 }
 
+/// Drop every row of the trajectories `traj_ids`, before the new trajectory
+/// of the file they came from is written.
+async fn delete_trajectories(lake: &Lake, traj_ids: &[String]) -> Result<(), LakeError> {
+    use datafusion::prelude::{col, lit};
+    let ids: Vec<_> = traj_ids.iter().map(|id| lit(id.as_str())).collect();
+    for table in ["trajectories", "messages", "turns"] {
+        lake.delete_where(table, col("traj_id").in_list(ids.clone(), false))
+            .await?;
+    }
+    Ok(())
+}
+
 /// What a reader thread that panicked said (rules run under `derive_checked`,
 /// so this is a reader bug, reported with its message).
 fn panic_message(e: tokio::task::JoinError) -> String {
@@ -465,6 +499,22 @@ pub async fn ingest(
                 for t in unit.trajectories {
                     if !known.trajectories.insert_row(&t.trajectory) {
                         continue;
+                    }
+                    if t.trajectory.source == mswea::SOURCE {
+                        let file = &t.trajectory.input_file;
+                        let new_id = t.trajectory.traj_id.clone();
+                        let before = known.mswea_files.insert(file.clone(), vec![new_id]);
+                        if let Some(old) = before.filter(|ids| !ids.is_empty()) {
+                            buf.flush(lake, &mut writer).await?;
+                            delete_trajectories(lake, &old).await?;
+                            writer.commit().await?;
+                            report.replaced += old.len() as u64;
+                            old.iter().for_each(|id| known.trajectories.forget(id));
+                            report.notes.push(format!(
+                                "{file}: changed since it was ingested; its trajectory {} was replaced",
+                                old.join(", ")
+                            ));
+                        }
                     }
                     report.trajectories += 1;
                     report.turns += t.turns.len() as u64;

@@ -531,6 +531,12 @@ pub async fn build_with_report_chunks(
         (SQL_FILE, SQL),
     )
     .await?;
+    // A lake of one's own runs alone has no credit (no Albedo side was judged).
+    if !lake.view().await?.tables.contains_key("judgments") {
+        for table in ["turn_credit", "credit_citations"] {
+            engine::register_empty_if_missing(&step.ctx, table)?;
+        }
+    }
     // The report counts the question categories credit_citations carries
     // since this release; checked before sft_mix is written.
     let citations = step

@@ -5,6 +5,7 @@ pub mod buckets;
 pub mod credit;
 pub mod ingest;
 pub mod mix;
+pub mod outcomes;
 pub mod reproduction;
 pub mod select;
 pub mod select_parts;

@@ -64,6 +64,23 @@ pub struct FinishMini {
     pub seed: i64,
 }
 
+/// Which sources' runs feed the run products (escape_mini, finish_mini).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RunSources {
+    pub sources: Vec<String>,
+}
+
+impl Default for RunSources {
+    fn default() -> Self {
+        RunSources {
+            sources: vec!["mini_coder".into()],
+        }
+    }
+}
+
+/// Sources whose runs the run products can take.
+pub const RUN_SOURCES: [&str; 2] = ["mini_coder", "mswea"];
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct MixConfig {
     /// "shares" or "all".
@@ -75,6 +92,8 @@ pub struct MixConfig {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct SelectConfig {
     pub credit: CreditGates,
+    #[serde(default)]
+    pub runs: RunSources,
     pub escape_mini: EscapeMini,
     pub finish_mini: FinishMini,
     pub mix: MixConfig,
@@ -88,6 +107,13 @@ impl SelectConfig {
                 "mix.mode = {:?}: use \"shares\" or \"all\"",
                 c.mix.mode
             ));
+        }
+        for source in &c.runs.sources {
+            if !RUN_SOURCES.contains(&source.as_str()) {
+                return Err(format!(
+                    "runs.sources: {source:?} is not a source of runs (mini_coder, mswea)"
+                ));
+            }
         }
         for (mix, share) in &c.mix.shares {
             if !PRODUCTS.iter().any(|(m, _)| m == mix) {
@@ -157,17 +183,20 @@ fn params_batch(c: &SelectConfig) -> Result<RecordBatch, arrow::error::ArrowErro
     ])
 }
 
-/// The format gate: why a train turn is demoted (not exactly one bash block,
-/// an unclosed `<think>`, a command that repeats another train turn's
-/// command in the same row), or `None` when it trains. The SQL calls it as
-/// `format_gate`; an unknown block count demotes nothing, as SQL's
-/// `n_bash_blocks <> 1` on a null would not.
+/// The format gate: why a train turn is demoted (the agent rejected it as
+/// a format error, not exactly one action, an unclosed `<think>`, a command
+/// that repeats another train turn's command in the same row), or `None`
+/// when it trains. The SQL calls it as `format_gate`; an unknown block count
+/// demotes nothing, as SQL's `n_bash_blocks <> 1` on a null would not.
 pub fn gate_reason(
+    format_error: bool,
     n_bash_blocks: Option<i64>,
     think_unclosed: bool,
     repeats_in_row: bool,
 ) -> Option<&'static str> {
-    if n_bash_blocks.is_some_and(|n| n != 1) {
+    if format_error {
+        Some("rejected by the agent (format error)")
+    } else if n_bash_blocks.is_some_and(|n| n != 1) {
         Some("not exactly one bash block")
     } else if think_unclosed {
         Some("unclosed <think>")
@@ -185,6 +214,16 @@ pub fn register_config(ctx: &SessionContext, config: &SelectConfig) -> Result<()
         MemTable::try_new(batch.schema(), vec![vec![batch]]).map_err(SelectError::Config)?;
     let _ = ctx.deregister_table("select_params");
     ctx.register_table("select_params", Arc::new(table))
+        .map_err(SelectError::Config)?;
+    let sources = RecordBatch::try_from_iter(vec![(
+        "source",
+        Arc::new(arrow::array::StringArray::from(config.runs.sources.clone())) as ArrayRef,
+    )])
+    .map_err(|e| SelectError::Config(e.into()))?;
+    let table = MemTable::try_new(sources.schema(), vec![vec![sources]])
+        .map_err(SelectError::Config)?;
+    let _ = ctx.deregister_table("select_run_sources");
+    ctx.register_table("select_run_sources", Arc::new(table))
         .map_err(SelectError::Config)?;
     Ok(())
 }
@@ -346,19 +385,27 @@ pub async fn build_in_parts(
     config: &SelectConfig,
     sizes: PartSizes,
 ) -> Result<SelectSummary, SelectError> {
+    // A lake of one's own runs alone (no Albedo eval run ever ingested) has
+    // no judgments: its Albedo products are empty, its run products are not.
+    let albedo = lake.view().await?.tables.contains_key("judgments");
+    let mut inputs = vec![("trajectories", "ingest first"), ("turns", "ingest first")];
+    if albedo {
+        inputs.push(("judgments", "ingest Albedo eval runs first"));
+        inputs.push(("turn_credit", "run `turnlake credit` first"));
+    }
     let step = super::step::Step::begin(
         lake,
         "select",
-        &[
-            ("trajectories", "ingest first"),
-            ("turns", "ingest first"),
-            ("judgments", "ingest Albedo eval runs first"),
-            ("turn_credit", "run `turnlake credit` first"),
-        ],
+        &inputs,
         recorded_params(config),
         (SQL_FILE, STEP_SQL),
     )
     .await?;
+    if !albedo {
+        for table in ["judgments", "turn_credit"] {
+            engine::register_empty_if_missing(&step.ctx, table)?;
+        }
+    }
     let _scratch = prepare_parts(&step.ctx, config, sizes, lake.cluster().is_some()).await?;
     run_script(&step.ctx, SQL_FILE, SQL).await?;
     let ctx = step.ctx.clone();
@@ -445,22 +492,26 @@ mod tests {
 
     #[test]
     fn the_format_gate_names_the_first_rule_a_turn_breaks() {
-        assert_eq!(gate_reason(Some(1), false, false), None);
+        assert_eq!(gate_reason(false, Some(1), false, false), None);
         assert_eq!(
-            gate_reason(Some(2), true, true),
+            gate_reason(true, Some(1), false, false),
+            Some("rejected by the agent (format error)")
+        );
+        assert_eq!(
+            gate_reason(false, Some(2), true, true),
             Some("not exactly one bash block")
         );
         assert_eq!(
-            gate_reason(Some(0), false, false),
+            gate_reason(false, Some(0), false, false),
             Some("not exactly one bash block")
         );
-        assert_eq!(gate_reason(Some(1), true, true), Some("unclosed <think>"));
+        assert_eq!(gate_reason(false, Some(1), true, true), Some("unclosed <think>"));
         assert_eq!(
-            gate_reason(Some(1), false, true),
+            gate_reason(false, Some(1), false, true),
             Some("repeats another train turn's command")
         );
         // As SQL's `n_bash_blocks <> 1` on a null: no verdict on the blocks.
-        assert_eq!(gate_reason(None, false, false), None);
-        assert_eq!(gate_reason(None, true, false), Some("unclosed <think>"));
+        assert_eq!(gate_reason(false, None, false, false), None);
+        assert_eq!(gate_reason(false, None, true, false), Some("unclosed <think>"));
     }
 }

@@ -156,7 +156,7 @@ pub async fn prepare_runs(
     let runs = scalar_i64(
         &engine::run_sql(
             ctx,
-            "SELECT count(*) AS n FROM trajectories WHERE source = 'mini_coder'",
+            "SELECT count(*) AS n FROM trajectories WHERE source IN (SELECT source FROM select_run_sources)",
             "counting the mini-coder runs",
         )
         .await?,

@@ -254,3 +254,68 @@ pub async fn show(lake: &Lake, which: &Which) -> Result<TrajectoryView, ShowErro
         turns,
     })
 }
+
+/// A lake trajectory as a mini-swe-agent trajectory file
+/// (`trajectory_format: mini-swe-agent-1.1`): its messages as recorded (a
+/// response the agent rejected is left out, as the agent's own file keeps
+/// it only inside the next message), and `info` with the exit status,
+/// submission and model, so `mini-extra inspector` can browse it.
+pub async fn trajectory_file(lake: &Lake, traj_id: &str) -> Result<serde_json::Value, ShowError> {
+    use serde_json::{json, Map, Value};
+    let ctx = engine::session(lake).await?;
+    let this = || col("traj_id").eq(lit(traj_id));
+    let traj = rows_of(&ctx, "trajectories", this(), "").await?;
+    let first = |name: &str| strings(&traj, name).into_iter().next().flatten();
+    if traj.iter().map(RecordBatch::num_rows).sum::<usize>() == 0 {
+        return Err(ShowError::NotFound(traj_id.to_string()));
+    }
+    let (exit_status, model, instance_id) =
+        (first("exit_status"), first("model"), first("instance_id"));
+    let rows = rows_of(&ctx, "messages", this(), "idx").await?;
+    let (role, content) = (strings(&rows, "role"), strings(&rows, "content"));
+    let (reasoning, tool_calls, tool_call_id, recovered) = (
+        strings(&rows, "reasoning_content"),
+        strings(&rows, "tool_calls"),
+        strings(&rows, "tool_call_id"),
+        bools(&rows, "recovered"),
+    );
+    let mut messages = Vec::new();
+    let mut submission = None;
+    for i in 0..role.len() {
+        if recovered[i] == Some(true) {
+            continue;
+        }
+        let mut m = Map::new();
+        m.insert("role".into(), json!(role[i]));
+        m.insert("content".into(), json!(content[i]));
+        if let Some(r) = &reasoning[i] {
+            m.insert("reasoning_content".into(), json!(r));
+        }
+        if let Some(calls) = tool_calls[i].as_deref() {
+            let calls = serde_json::from_str(calls).unwrap_or_else(|_| json!(calls));
+            m.insert("tool_calls".into(), calls);
+        }
+        if let Some(id) = &tool_call_id[i] {
+            m.insert("tool_call_id".into(), json!(id));
+        }
+        if role[i].as_deref() == Some("exit") {
+            submission = content[i].clone();
+            m.insert(
+                "extra".into(),
+                json!({"exit_status": exit_status, "submission": content[i]}),
+            );
+        }
+        messages.push(Value::Object(m));
+    }
+    Ok(json!({
+        "info": {
+            "exit_status": exit_status,
+            "submission": submission,
+            "config": {"model": {"model_name": model}},
+            "turnlake": {"traj_id": traj_id},
+        },
+        "instance_id": instance_id,
+        "messages": messages,
+        "trajectory_format": "mini-swe-agent-1.1",
+    }))
+}

@@ -8,7 +8,7 @@ use super::rows::{MessageRow, TrajectoryRow, TurnRow};
 use crate::turn::{
     action_text, detect_obs_format, extract_bash_blocks, loop_metrics,
     loops::{normalize_command, repeat_flags},
-    observation_outcome, submit_signal, think_unclosed, turn_kind, ObsFormat,
+    observation_outcome, submit_signal, think_unclosed, turn_kind, ObsFormat, ObsOutcome,
 };
 
 /// One recorded message, as read from any source.
@@ -19,10 +19,54 @@ pub struct RawMessage {
     pub reasoning_content: Option<String>,
     /// The recorded `tool_calls` JSON, verbatim.
     pub tool_calls: Option<String>,
-    /// Commands of tool calls (v2); empty for text actions.
+    /// The tool call a `role: "tool"` observation answers.
+    pub tool_call_id: Option<String>,
+    /// Commands the agent parsed from the response (v2's `extra.actions`, or
+    /// the tool calls' commands); empty when the text's blocks are the actions.
     pub actions: Vec<String>,
+    /// For a response with tool calls: whether every call carried a command.
+    pub tool_calls_complete: Option<bool>,
+    /// A response the agent rejected, recovered from the next message's
+    /// `extra`: never sent back to the model.
+    pub recovered: bool,
+    /// Why the agent rejected it (its FormatError).
+    pub format_error: Option<String>,
     pub score_target: bool,
     pub environment_observation: bool,
+}
+
+impl RawMessage {
+    /// The digest `messages.fields_sha` stores: over the fields beside
+    /// content a trainer reads, so an export can refuse altered ones too.
+    pub fn fields_sha(&self) -> String {
+        fields_sha(
+            self.reasoning_content.as_deref(),
+            self.tool_calls.as_deref(),
+            self.tool_call_id.as_deref(),
+        )
+    }
+}
+
+/// sha256 (its first [`STORED_SHA_HEX`] hex digits) over a message's
+/// reasoning, tool calls and tool call id, each length-prefixed or marked
+/// absent (the SQL's `fields_sha` UDF calls this).
+pub fn fields_sha(
+    reasoning_content: Option<&str>,
+    tool_calls: Option<&str>,
+    tool_call_id: Option<&str>,
+) -> String {
+    let mut h = Sha256::new();
+    for field in [reasoning_content, tool_calls, tool_call_id] {
+        match field {
+            Some(text) => {
+                h.update([1]);
+                h.update((text.len() as u64).to_le_bytes());
+                h.update(text.as_bytes());
+            }
+            None => h.update([0]),
+        }
+    }
+    hex::encode(h.finalize())[..STORED_SHA_HEX].to_string()
 }
 
 /// One trajectory from any source, before the turn rules run.
@@ -44,6 +88,8 @@ pub struct RawTrajectory {
     pub error: Option<String>,
     pub input_file: String,
     pub input_row: Option<i64>,
+    /// The tool schema the run was given (JSON), for tool-call runs.
+    pub tools: Option<String>,
     pub messages: Vec<RawMessage>,
 }
 
@@ -66,10 +112,12 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 /// join on them also matches.
 pub const STORED_SHA_HEX: usize = 16;
 
-/// sha256 over every message's role and content: a trajectory's content key.
+/// sha256 over every recorded message's role, content, reasoning and tool
+/// calls: a trajectory's content key. Recovered responses are not part of it
+/// (they derive from the message that records them).
 pub fn messages_sha(messages: &[RawMessage]) -> String {
     let mut h = Sha256::new();
-    for m in messages {
+    for m in messages.iter().filter(|m| !m.recovered) {
         h.update(m.role.as_bytes());
         h.update([0]);
         h.update(m.content.as_bytes());
@@ -127,9 +175,18 @@ pub fn derive(raw: &RawTrajectory) -> TrajectoryRows {
     let mut turn_shas = Vec::new();
     for (idx, m) in raw.messages.iter().enumerate() {
         let content_sha = sha256_hex(m.content.as_bytes());
-        chain.update(content_sha.as_bytes());
+        // A recovered response keys its turn like any other but stays out of
+        // the chain: the turns after it keep the key of the messages sent.
+        let turn_chain = if m.recovered {
+            let mut own = chain.clone();
+            own.update(content_sha.as_bytes());
+            own
+        } else {
+            chain.update(content_sha.as_bytes());
+            chain.clone()
+        };
         if m.role == "assistant" {
-            let turn_sha = hex::encode(chain.clone().finalize());
+            let turn_sha = hex::encode(turn_chain.finalize());
             turn_shas.push(turn_sha[..STORED_SHA_HEX].to_string());
         }
         messages.push(MessageRow {
@@ -144,6 +201,9 @@ pub fn derive(raw: &RawTrajectory) -> TrajectoryRows {
             environment_observation: m.environment_observation,
             is_context: first_own.is_some_and(|f| idx < f),
             content_sha: content_sha[..STORED_SHA_HEX].to_string(),
+            tool_call_id: m.tool_call_id.clone(),
+            recovered: m.recovered.then_some(true),
+            fields_sha: Some(m.fields_sha()),
         });
     }
 
@@ -151,7 +211,7 @@ pub fn derive(raw: &RawTrajectory) -> TrajectoryRows {
     let obs_format = raw
         .messages
         .windows(2)
-        .find(|w| w[0].role == "assistant" && is_observation_role(&w[1].role))
+        .find(|w| w[0].role == "assistant" && !w[0].recovered && is_observation_role(&w[1].role))
         .map(|w| detect_obs_format(&w[1].content));
 
     let marker = raw.submit_marker.as_deref();
@@ -163,7 +223,8 @@ pub fn derive(raw: &RawTrajectory) -> TrajectoryRows {
         .enumerate()
         .filter(|(_, m)| m.role == "assistant")
     {
-        let blocks: Vec<String> = if m.actions.is_empty() {
+        // A tool-call response's actions are its calls' commands, never its prose.
+        let blocks: Vec<String> = if m.actions.is_empty() && m.tool_calls_complete.is_none() {
             extract_bash_blocks(action_text(&m.content, m.reasoning_content.as_deref()))
                 .into_iter()
                 .map(str::to_string)
@@ -171,20 +232,46 @@ pub fn derive(raw: &RawTrajectory) -> TrajectoryRows {
         } else {
             m.actions.clone()
         };
+        // What the agent executed: nothing of a response it rejected
+        // (`n_bash_blocks` still counts what that response proposed).
+        let proposed = blocks.len();
+        let blocks = if m.recovered { Vec::new() } else { blocks };
         let command = blocks.first().cloned();
         let next = raw
             .messages
             .get(idx + 1)
             .filter(|n| is_observation_role(&n.role));
-        let signal = submit_signal(
-            command.as_deref(),
-            next.map(|n| n.content.as_str()),
-            exit_status_after(raw, idx),
-            marker,
-        );
+        // A rejected response ran nothing: it cannot submit, and what came
+        // back is the agent's complaint, a failure with no return code.
+        let signal = if m.recovered {
+            None
+        } else {
+            submit_signal(
+                command.as_deref(),
+                next.map(|n| n.content.as_str()),
+                exit_status_after(raw, idx),
+                marker,
+            )
+        };
         let kind = turn_kind(command.as_deref(), signal.is_some(), marker);
-        let outcome = next
-            .map(|n| observation_outcome(obs_format.unwrap_or(ObsFormat::OpenHands), &n.content));
+        let outcome = if m.recovered {
+            Some(ObsOutcome {
+                failed: true,
+                returncode: None,
+            })
+        } else {
+            next.map(|n| {
+                observation_outcome(obs_format.unwrap_or(ObsFormat::OpenHands), &n.content)
+            })
+        };
+        let unclosed = think_unclosed(&m.content);
+        let parsed = m.format_error.is_none()
+            && !m.recovered
+            && !unclosed
+            && match m.tool_calls_complete {
+                Some(complete) => complete && !blocks.is_empty(),
+                None => proposed == 1,
+            };
         let candidate_n = if m.score_target {
             candidate += 1;
             Some(candidate)
@@ -198,11 +285,11 @@ pub fn derive(raw: &RawTrajectory) -> TrajectoryRows {
             t,
             msg_idx: idx as i32,
             candidate_n,
-            n_bash_blocks: blocks.len() as i32,
+            n_bash_blocks: proposed as i32,
             cmd_kind: kind.as_str().to_string(),
             obs_failed: outcome.map(|o| o.failed),
             returncode: outcome.and_then(|o| o.returncode),
-            think_unclosed: think_unclosed(&m.content),
+            think_unclosed: unclosed,
             is_submit: signal.is_some(),
             submit_signal: signal.map(|s| s.as_str().to_string()),
             is_repeat: false,
@@ -213,6 +300,9 @@ pub fn derive(raw: &RawTrajectory) -> TrajectoryRows {
             is_last: false,
             turn_sha: turn_shas[t as usize - 1].clone(),
             command,
+            commands: blocks,
+            format_error: m.format_error.clone(),
+            parsed,
         });
     }
     let repeats = {
@@ -269,6 +359,7 @@ pub fn derive(raw: &RawTrajectory) -> TrajectoryRows {
         traj_sha,
         input_file: raw.input_file.clone(),
         input_row: raw.input_row,
+        tools: raw.tools.clone(),
     };
     TrajectoryRows {
         trajectory,

@@ -9,6 +9,7 @@ pub(crate) mod json;
 pub mod mini_coder;
 pub mod mswea;
 pub mod rows;
+pub mod swebench;
 
 use crate::storage::Location;
 

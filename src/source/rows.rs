@@ -3,7 +3,7 @@
 
 use arrow::array::{
     ArrayRef, BinaryArray, BooleanArray, Float64Array, Int32Array, Int32Builder, Int64Array,
-    ListBuilder, StringArray,
+    ListBuilder, StringArray, StringBuilder,
 };
 use arrow::error::ArrowError;
 use arrow::record_batch::RecordBatch;
@@ -57,6 +57,7 @@ pub struct TrajectoryRow {
     pub traj_sha: String,
     pub input_file: String,
     pub input_row: Option<i64>,
+    pub tools: Option<String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -72,6 +73,9 @@ pub struct MessageRow {
     pub environment_observation: bool,
     pub is_context: bool,
     pub content_sha: String,
+    pub tool_call_id: Option<String>,
+    pub recovered: Option<bool>,
+    pub fields_sha: Option<String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -96,6 +100,9 @@ pub struct TurnRow {
     pub prior_failures: i32,
     pub is_last: bool,
     pub turn_sha: String,
+    pub commands: Vec<String>,
+    pub format_error: Option<String>,
+    pub parsed: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -226,6 +233,7 @@ pub fn trajectories_batch(r: &[TrajectoryRow]) -> Result<RecordBatch, LakeError>
             s(r.iter().map(|x| x.traj_sha.as_str())),
             s(r.iter().map(|x| x.input_file.as_str())),
             oi64(r.iter().map(|x| x.input_row)),
+            os(r.iter().map(|x| x.tools.as_deref())),
         ],
     )
 }
@@ -245,11 +253,21 @@ pub fn messages_batch(r: &[MessageRow]) -> Result<RecordBatch, LakeError> {
             b(r.iter().map(|x| x.environment_observation)),
             b(r.iter().map(|x| x.is_context)),
             s(r.iter().map(|x| x.content_sha.as_str())),
+            os(r.iter().map(|x| x.tool_call_id.as_deref())),
+            ob(r.iter().map(|x| x.recovered)),
+            os(r.iter().map(|x| x.fields_sha.as_deref())),
         ],
     )
 }
 
 pub fn turns_batch(r: &[TurnRow]) -> Result<RecordBatch, LakeError> {
+    let mut commands = ListBuilder::new(StringBuilder::new());
+    for x in r {
+        for c in &x.commands {
+            commands.values().append_value(c);
+        }
+        commands.append(true);
+    }
     batch(
         "turns",
         vec![
@@ -273,6 +291,9 @@ pub fn turns_batch(r: &[TurnRow]) -> Result<RecordBatch, LakeError> {
             i32s(r.iter().map(|x| x.prior_failures)),
             b(r.iter().map(|x| x.is_last)),
             s(r.iter().map(|x| x.turn_sha.as_str())),
+            Arc::new(commands.finish()),
+            os(r.iter().map(|x| x.format_error.as_deref())),
+            b(r.iter().map(|x| x.parsed)),
         ],
     )
 }

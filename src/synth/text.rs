@@ -267,6 +267,10 @@ pub fn observation(rng: &mut Rng, turn: &PlannedTurn, cmd: &str, format: ObsForm
         ObsFormat::Returncode => {
             format!("<returncode>{rc}</returncode>\n<output>\n{text}\n</output>")
         }
+        ObsFormat::Json => format!(
+            "{{\n  \"returncode\": {rc},\n  \"output\": {}\n}}",
+            serde_json::Value::String(text)
+        ),
         ObsFormat::SweAgent => format!("OBSERVATION:\n{text}"),
         ObsFormat::OpenHands
             if turn.kind == CmdKind::Edit && !turn.failed && cmd.starts_with("cat >") =>

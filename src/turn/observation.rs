@@ -4,6 +4,7 @@
 //! | format     | shape                                                        | failed when |
 //! |------------|--------------------------------------------------------------|-------------|
 //! | RETURNCODE | `<returncode>N</returncode>` then `<output>` (or `<output_head>` … `<elided_chars>` … `<output_tail>`) | N != 0 |
+//! | JSON       | a JSON object `{"returncode": N, "output": …}` (or `output_head` … `elided_chars` … `output_tail`): mini-swe-agent 2.x's default template | N != 0 |
 //! | SWE_AGENT  | starts `OBSERVATION:`                                        | error text |
 //! | OPENHANDS  | bare output, bash calls end `[The command completed with exit code N.]` / `[Command finished with exit code N]` | N != 0; error text only where there is no code, never in a file an editor read shows |
 //!
@@ -17,13 +18,15 @@ use std::sync::LazyLock;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ObsFormat {
     Returncode,
+    Json,
     SweAgent,
     OpenHands,
 }
 
 impl ObsFormat {
-    pub const ALL: [ObsFormat; 3] = [
+    pub const ALL: [ObsFormat; 4] = [
         ObsFormat::Returncode,
+        ObsFormat::Json,
         ObsFormat::SweAgent,
         ObsFormat::OpenHands,
     ];
@@ -32,6 +35,7 @@ impl ObsFormat {
     pub fn as_str(self) -> &'static str {
         match self {
             ObsFormat::Returncode => "RETURNCODE",
+            ObsFormat::Json => "JSON",
             ObsFormat::SweAgent => "SWE_AGENT",
             ObsFormat::OpenHands => "OPENHANDS",
         }
@@ -65,7 +69,7 @@ static ERROR_TEXT: LazyLock<Regex> = LazyLock::new(|| {
     .expect("error text regex")
 });
 static HARNESS_FAILURE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(No bash command found in assistant message|Please always provide EXACTLY ONE action|timed out and has been killed)")
+    Regex::new(r"(No bash command found in assistant message|Please always provide EXACTLY ONE action|timed out and has been killed|\ATool call error:)")
         .expect("harness failure regex")
 });
 
@@ -77,13 +81,26 @@ fn unwrap(text: &str) -> &str {
 /// The format of a trajectory, from its first observation.
 pub fn detect_obs_format(first_observation: &str) -> ObsFormat {
     let t = unwrap(first_observation);
-    if t.starts_with("<returncode>") {
+    if t.starts_with("<returncode>") || t.starts_with("<exception>") {
         ObsFormat::Returncode
+    } else if json_returncode(first_observation).is_some() {
+        ObsFormat::Json
     } else if t.starts_with("OBSERVATION:") {
         ObsFormat::SweAgent
     } else {
         ObsFormat::OpenHands
     }
+}
+
+static JSON_RETURNCODE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"\A\s*\{\s*"returncode"\s*:\s*(-?\d+)\s*[,}]"#).expect("json returncode regex")
+});
+
+/// The return code a JSON observation opens with (`{"returncode": N, ...`).
+fn json_returncode(text: &str) -> Option<i64> {
+    JSON_RETURNCODE
+        .captures(text)
+        .and_then(|c| c[1].parse::<i64>().ok())
 }
 
 /// How far into an observation the harness's own messages are looked for:
@@ -121,7 +138,7 @@ fn is_editor_output(text: &str) -> bool {
 /// others fall back to error text, except for file content an editor showed.
 pub fn observation_outcome(format: ObsFormat, text: &str) -> ObsOutcome {
     // A file an editor read shows is content: no code, no error text in it counts.
-    if format != ObsFormat::Returncode && is_editor_output(text) {
+    if !matches!(format, ObsFormat::Returncode | ObsFormat::Json) && is_editor_output(text) {
         return ObsOutcome {
             failed: false,
             returncode: None,
@@ -129,14 +146,17 @@ pub fn observation_outcome(format: ObsFormat, text: &str) -> ObsOutcome {
     }
     let code = match format {
         ObsFormat::Returncode => RETURNCODE.captures(text),
+        ObsFormat::Json => None,
         ObsFormat::OpenHands | ObsFormat::SweAgent => EXIT_TRAILER.captures_iter(text).last(),
     }
-    .and_then(|c| c[1].parse::<i64>().ok());
+    .and_then(|c| c[1].parse::<i64>().ok())
+    .or_else(|| (format == ObsFormat::Json).then(|| json_returncode(text)).flatten());
     let failed = match code {
         Some(n) => n != 0,
         None => {
             HARNESS_FAILURE.is_match(prefix_at_most(text, HARNESS_PREFIX_BYTES))
-                || format != ObsFormat::Returncode && ERROR_TEXT.is_match(text)
+                || !matches!(format, ObsFormat::Returncode | ObsFormat::Json)
+                    && ERROR_TEXT.is_match(text)
         }
     };
     ObsOutcome {
@@ -179,6 +199,8 @@ mod tests {
                 Returncode,
             ),
             ("OBSERVATION:\nfile.py", SweAgent),
+            ("{\n  \"returncode\": 0,\n  \"output\": \"a.py\\n\"\n}", Json),
+            ("{\"output\": \"x\"}", OpenHands),
             (
                 "Here's the result of running `cat -n` on /x.py:\n 1\tx",
                 OpenHands,
@@ -197,6 +219,9 @@ mod tests {
             (Returncode, "<returncode>1</returncode>\n<output>\nTraceback (most recent call last):\n</output>", true, Some(1)),
             (Returncode, "<returncode>0</returncode>\n<warning>\nThe output of your last command was too long.\n</warning><output_head>\nab\n</output_head>\n<elided_chars>\n1234 characters elided\n</elided_chars>\n<output_tail>\ncd\n</output_tail>", false, Some(0)),
             (Returncode, "No bash command found in assistant message.", true, None),
+            (Json, "{\n  \"returncode\": 2,\n  \"output\": \"ls: cannot access 'x'\"\n}", true, Some(2)),
+            (Json, "{\n  \"returncode\": 0,\n  \"output_head\": \"Traceback (most recent call last):\",\n  \"elided_chars\": 12}", false, Some(0)),
+            (Json, "Tool call error:\n\n<error>\nMissing 'command' argument in bash tool call.\n</error>", true, None),
             (Returncode, "The command 'sleep 999' timed out and has been killed.", true, None),
             (OpenHands, "cat: /x/test_values.py: No such file or directory\n[The command completed with exit code 1.]\n[Command finished with exit code 1.]", true, Some(1)),
             (OpenHands, "Energy(1.0 Ha)\n[The command completed with exit code 0.]\n[Command finished with exit code 0]", false, Some(0)),

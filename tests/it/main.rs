@@ -11,6 +11,7 @@ mod credit;
 mod demo;
 mod ingest;
 mod lake;
+mod mswea;
 mod real_samples;
 mod s3;
 #[cfg(feature = "scorer")]

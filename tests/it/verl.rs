@@ -152,7 +152,8 @@ fn verl_export_of_the_fixture_follows_the_contract() {
                 (m[1].as_str(), m[2].as_str())
             );
         }
-        assert_eq!(t["response"].as_str().unwrap(), messages[at][2]);
+        assert_eq!(t["response"]["content"].as_str().unwrap(), messages[at][2]);
+        assert_eq!(t["response"]["role"], "assistant");
     }
 
     // 6. r_outcome: present and null (Albedo records no task outcome); r_judge the side score.
@@ -344,24 +345,32 @@ fn verl_export_of_a_synthetic_corpus_matches_the_lake_and_reads_back_in_pyarrow(
 import json, sys
 import pyarrow as pa, pyarrow.parquet as pq
 first = json.loads(sys.argv[1])
-msg = pa.list_(pa.struct([pa.field("role", pa.string(), nullable=False), pa.field("content", pa.string(), nullable=False)]))
+fields = ["role", "content", "reasoning_content", "tool_calls", "tool_call_id"]
+def names(t):
+    return [f.name for f in t.value_type]
+def recorded(messages):
+    # Parquet holds the fields a message lacks as nulls; the JSONL leaves them out.
+    return [{{k: v for k, v in m.items() if v is not None}} for m in messages]
 rl = pq.read_table("{rl}")
-assert rl.column_names == ["data_source", "prompt", "ability", "reward_model", "extra_info"], rl.column_names
-assert rl.schema.field("prompt").type == msg, rl.schema.field("prompt").type
+assert rl.column_names == ["data_source", "prompt", "tools", "ability", "reward_model", "extra_info"], rl.column_names
+assert names(rl.schema.field("prompt").type) == fields, rl.schema.field("prompt").type
+call = rl.schema.field("prompt").type.value_type.field("tool_calls").type.value_type
+assert [f.name for f in call] == ["id", "type", "function"], call
 assert rl.schema.field("reward_model").type == pa.struct([pa.field("style", pa.string(), nullable=False), pa.field("ground_truth", pa.string(), nullable=False)])
 row = rl.slice(0, 1).to_pylist()[0]
 assert row["extra_info"]["trajectory_id"] == first["trajectory_id"]
-assert row["prompt"] == first["turns"][0]["prompt"], "the first turn's prompt"
+assert recorded(row["prompt"]) == first["turns"][0]["prompt"], "the first turn's prompt"
 assert row["data_source"] == "turnlake/" + first["source"]
 truth = json.loads(row["reward_model"]["ground_truth"])
 assert truth["r_turn"] == [t["r_turn"] for t in first["turns"]]
 assert row["extra_info"]["r_exit"] == first["r_exit"] and row["extra_info"]["r_outcome"] == first["r_outcome"]
 assert rl.num_rows == {n}
 sft = pq.read_table("{sft}")
-assert sft.schema.field("messages").type == msg
+assert names(sft.schema.field("messages").type) == fields
+assert sft.column_names == ["trajectory_id", "messages", "tools"], sft.column_names
 messages = sft.slice(0, 1).to_pylist()[0]["messages"]
 last = first["turns"][-1]
-assert messages == last["prompt"] + [{{"role": "assistant", "content": last["response"]}}]
+assert recorded(messages) == last["prompt"] + [last["response"]]
 print("ok")
 "#,
         rl = out.join("rl.parquet").display(),

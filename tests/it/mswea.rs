@@ -1,0 +1,479 @@
+//! One's own mini-swe-agent 2.x runs, as its real agent writes them
+//! (`python/mswea_runs.py` drives its DefaultAgent, LocalEnvironment and
+//! model classes): every style it writes is read whole, each model response
+//! is one turn, and what `show --format traj.json` and `export sft` give
+//! back equals what the agent recorded. The checked-in runs
+//! (`data/fixtures/mswea-2.4`) and a fresh run of the script both pass.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+use crate::common::*;
+
+/// A query's rows as JSON objects, by column name.
+fn rows(lake: &Path, query: &str) -> Vec<Value> {
+    let o = ok(run(lake, &["sql", query, "--format", "ndjson"]));
+    stdout(&o)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Every `*.traj.json` under `dir`, in path order.
+fn trajectory_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = walkdir::WalkDir::new(dir)
+        .into_iter()
+        .flatten()
+        .map(|e| e.into_path())
+        .filter(|p| p.to_string_lossy().ends_with(".traj.json"))
+        .collect();
+    out.sort();
+    out
+}
+
+/// A turn as the agent's own file records it.
+#[derive(Debug, PartialEq)]
+struct RecordedTurn {
+    /// A response the agent rejected (recorded only in the next message's `extra`).
+    format_error: bool,
+    /// What it executed (`extra.actions`).
+    commands: Vec<String>,
+    /// What the environment returned for the first action.
+    returncode: Option<i64>,
+}
+
+fn is_response(m: &Value) -> bool {
+    m["role"] == "assistant" || m["object"] == "response"
+}
+
+fn is_format_error(m: &Value) -> bool {
+    m.pointer("/extra/interrupt_type").and_then(Value::as_str) == Some("FormatError")
+}
+
+/// One turn per model response, in order: each response the agent executed,
+/// and each it rejected.
+fn recorded_turns(messages: &[Value]) -> Vec<RecordedTurn> {
+    let mut out = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        if is_format_error(m) {
+            out.push(RecordedTurn {
+                format_error: true,
+                commands: Vec::new(),
+                returncode: None,
+            });
+        } else if is_response(m) {
+            let commands = m
+                .pointer("/extra/actions")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .map(|x| x["command"].as_str().unwrap().to_string())
+                        .collect()
+                })
+                .unwrap_or_default();
+            let returncode = messages[i + 1..]
+                .iter()
+                .take_while(|n| !is_response(n) && !is_format_error(n))
+                .find_map(|n| n.pointer("/extra/returncode").and_then(Value::as_i64));
+            out.push(RecordedTurn {
+                format_error: false,
+                commands,
+                returncode,
+            });
+        }
+    }
+    out
+}
+
+/// The recorded messages the model was sent, in the chat shape turnlake
+/// exports (Responses-API items converted: `tool_calls[{id, type,
+/// function{name, arguments}}]`, `role: "tool"` with `tool_call_id`).
+fn recorded_messages(messages: &[Value]) -> Vec<Value> {
+    messages
+        .iter()
+        .filter(|m| m["role"] != "exit")
+        .map(|m| {
+            if m["object"] == "response" {
+                let output = m["output"].as_array().unwrap();
+                let text: String = output
+                    .iter()
+                    .filter(|o| o["type"] == "message")
+                    .flat_map(|o| o["content"].as_array().unwrap())
+                    .map(|c| c["text"].as_str().unwrap_or(""))
+                    .collect();
+                let calls: Vec<Value> = output
+                    .iter()
+                    .filter(|o| o["type"] == "function_call")
+                    .map(|o| {
+                        serde_json::json!({"id": o["call_id"], "type": "function",
+                            "function": {"name": o["name"], "arguments": o["arguments"]}})
+                    })
+                    .collect();
+                let reasoning: String = output
+                    .iter()
+                    .filter(|o| o["type"] == "reasoning")
+                    .flat_map(|o| o["summary"].as_array().into_iter().flatten())
+                    .map(|c| c["text"].as_str().unwrap_or(""))
+                    .collect();
+                let mut chat = serde_json::json!({"role": "assistant", "content": text});
+                if !reasoning.is_empty() {
+                    chat["reasoning_content"] = Value::String(reasoning);
+                }
+                if !calls.is_empty() {
+                    chat["tool_calls"] = Value::Array(calls);
+                }
+                chat
+            } else if m["type"] == "function_call_output" {
+                serde_json::json!({"role": "tool", "content": m["output"], "tool_call_id": m["call_id"]})
+            } else {
+                let content = match &m["content"] {
+                    Value::Array(parts) => {
+                        Value::String(parts.iter().filter_map(|p| p["text"].as_str()).collect())
+                    }
+                    c => c.clone(),
+                };
+                let mut chat = serde_json::json!({"role": m["role"], "content": content});
+                for field in ["tool_calls", "tool_call_id", "reasoning_content"] {
+                    if let Some(v) = m.get(field).filter(|v| !v.is_null()) {
+                        chat[field] = v.clone();
+                    }
+                }
+                chat
+            }
+        })
+        .collect()
+}
+
+/// An exported message with only the recorded fields (and no empty reasoning).
+fn recorded_fields(m: &Value) -> Value {
+    let mut out = serde_json::json!({"role": m["role"], "content": m["content"]});
+    for field in ["tool_calls", "tool_call_id", "reasoning_content"] {
+        if let Some(v) = m.get(field).filter(|v| !v.is_null()) {
+            out[field] = v.clone();
+        }
+    }
+    out
+}
+
+/// Point 8 of the runs under `dir`, ingested into `lake`: turns, commands,
+/// return codes, submits and exit status as the agent recorded them, and
+/// the messages `show --format traj.json` gives back.
+fn check_runs(dir: &Path, lake: &Path) -> usize {
+    let files = trajectory_files(dir);
+    assert!(!files.is_empty(), "no trajectories under {}", dir.display());
+    let o = ok(run(lake, &["ingest", "mswea", dir.to_str().unwrap()]));
+    assert_eq!(counts(&o).3, 0, "nothing is rejected: {}", stdout(&o));
+    for file in &files {
+        let traj: Value = serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
+        let messages = traj["messages"].as_array().unwrap();
+        let name = file.display().to_string();
+        let found = rows(
+            lake,
+            &format!(
+                "SELECT traj_id, exit_status, n_turns FROM trajectories WHERE input_file LIKE '%{}'",
+                file.strip_prefix(dir).unwrap().display()
+            ),
+        );
+        assert_eq!(found.len(), 1, "{name}: {found:?}");
+        let traj_id = found[0]["traj_id"].as_str().unwrap().to_string();
+        assert_eq!(found[0]["exit_status"], traj["info"]["exit_status"], "{name}");
+
+        let want = recorded_turns(messages);
+        let turns = rows(
+            lake,
+            &format!(
+                "SELECT t, commands, returncode, obs_failed, format_error, is_submit, parsed \
+                 FROM turns WHERE traj_id = '{traj_id}' ORDER BY t"
+            ),
+        );
+        assert_eq!(turns.len(), want.len(), "{name}: one turn per model response");
+        assert_eq!(found[0]["n_turns"], want.len(), "{name}");
+        for (turn, want) in turns.iter().zip(&want) {
+            let t = &turn["t"];
+            let commands: Vec<String> = turn["commands"]
+                .as_array()
+                .map(|c| c.iter().map(|x| x.as_str().unwrap().to_string()).collect())
+                .unwrap_or_default();
+            assert_eq!(commands, want.commands, "{name} turn {t}: commands");
+            assert_eq!(
+                turn["format_error"].is_string(),
+                want.format_error,
+                "{name} turn {t}: format error"
+            );
+            assert_eq!(turn["returncode"].as_i64(), want.returncode, "{name} turn {t}: returncode");
+            if let Some(rc) = want.returncode {
+                assert_eq!(turn["obs_failed"], (rc != 0), "{name} turn {t}: failure");
+            }
+            if want.format_error {
+                assert_eq!(turn["parsed"], false, "{name} turn {t}");
+            }
+        }
+        let submitted = traj["info"]["exit_status"] == "Submitted";
+        let submits: Vec<bool> = turns.iter().map(|t| t["is_submit"] == true).collect();
+        assert_eq!(
+            submits,
+            (0..turns.len())
+                .map(|i| submitted && i + 1 == turns.len())
+                .collect::<Vec<_>>(),
+            "{name}: submits"
+        );
+
+        // Back out as a mini-swe-agent file: the messages as recorded.
+        let shown = ok(run(lake, &["show", &traj_id, "--format", "traj.json"]));
+        let shown: Value = serde_json::from_slice(&shown.stdout).unwrap();
+        let got: Vec<Value> = shown["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] != "exit")
+            .map(recorded_fields)
+            .collect();
+        assert_eq!(got, recorded_messages(messages), "{name}: show --format traj.json");
+        assert_eq!(shown["info"]["exit_status"], traj["info"]["exit_status"]);
+    }
+    files.len()
+}
+
+/// A select config whose run products take the mswea runs, with turn
+/// ranges short runs reach.
+const MSWEA_SELECT: &str = "[credit]\nmin_score = 0.85\nmax_dup_cmd_ratio = 0.45\nmax_cmd_run = 3\n\
+loop_dup_ratio = 0.55\nloop_max_run = 5\n[runs]\nsources = [\"mswea\"]\n\
+[escape_mini]\nt_min = 1\nt_max = 40\n[finish_mini]\nt_min = 1\nt_max = 40\ncap = 100\nseed = 0\n\
+[mix]\nmode = \"all\"\nseed = 1\n[mix.shares]\nfinish_mini = 1.0\n";
+
+/// Resolve the submitted runs with a SWE-bench report, select and mix them,
+/// and export SFT: each row's messages are the recorded ones, field for field.
+fn export_matches_the_record(dir: &Path, lake: &Path, work: &Path) {
+    let mut resolved = Vec::new();
+    let mut by_instance = std::collections::BTreeMap::new();
+    for file in trajectory_files(dir) {
+        let traj: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        let instance = file
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .trim_end_matches(".traj.json")
+            .to_string();
+        if traj["info"]["exit_status"] == "Submitted" {
+            resolved.push(instance.clone());
+        }
+        by_instance.insert(instance, traj);
+    }
+    assert!(!resolved.is_empty());
+    let report = work.join("mini.run1.json");
+    std::fs::write(
+        &report,
+        serde_json::json!({"resolved_ids": resolved, "unresolved_ids": [], "error_ids": []}).to_string(),
+    )
+    .unwrap();
+    let o = ok(run(lake, &["ingest", "swebench-results", report.to_str().unwrap()]));
+    assert!(
+        stdout(&o).contains(&format!("{} instances resolved", resolved.len())),
+        "{}",
+        stdout(&o)
+    );
+    let config = work.join("select.toml");
+    std::fs::write(&config, MSWEA_SELECT).unwrap();
+    ok(run(lake, &["select", "--config", config.to_str().unwrap()]));
+    ok(run(lake, &["mix", "--config", config.to_str().unwrap()]));
+    let out = work.join("sft.jsonl");
+    ok(run(lake, &["export", "sft", "--out", out.to_str().unwrap()]));
+    let exported: Vec<Value> = std::fs::read_to_string(&out)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let finish = exported.iter().filter(|r| r["mix"] == "finish_mini").count();
+    assert_eq!(finish, resolved.len(), "one finish_mini row per resolved run");
+    for row in &exported {
+        // `MIX/mswea/INSTANCE/SHA[/T]`
+        let instance = row["row_id"].as_str().unwrap().split('/').nth(2).unwrap();
+        let traj = &by_instance[instance];
+        let want = recorded_messages(traj["messages"].as_array().unwrap());
+        let got: Vec<Value> = row["messages"].as_array().unwrap().iter().map(recorded_fields).collect();
+        assert_eq!(got, want[..got.len()], "{instance}: exported messages");
+        // The row ends at its train turn: a response the model sent.
+        assert_eq!(got.last().unwrap()["role"], "assistant", "{instance}");
+        let tool_run = want.iter().any(|m| m.get("tool_calls").is_some());
+        assert_eq!(row.get("tools").is_some(), tool_run, "{instance}: tools");
+        if tool_run {
+            assert_eq!(row["tools"][0]["function"]["name"], "bash");
+        }
+    }
+}
+
+#[test]
+fn the_checked_in_runs_of_every_style_are_read_whole_and_exported_as_recorded() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lake = tmp.path().join("lake");
+    let dir = fixtures().join("mswea-2.4");
+    assert_eq!(check_runs(&dir, &lake), 6);
+    export_matches_the_record(&dir, &lake, tmp.path());
+
+    // A stored tool call altered (its content untouched): the export refuses it.
+    alter_tool_calls(&lake, "cat README.md", "rm -rf ~");
+    let out = tmp.path().join("altered.jsonl");
+    let o = run(&lake, &["export", "sft", "--out", out.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("does not match its stored content hash"), "{}", stderr(&o));
+    assert!(!out.exists(), "nothing is written");
+}
+
+/// Replace `from` with `to` in the stored `tool_calls` of every message,
+/// keeping every stored hash.
+fn alter_tool_calls(lake: &Path, from: &str, to: &str) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let l = turnlake::lake::Lake::open(lake.to_str().unwrap()).unwrap();
+        let ctx = turnlake::engine::session(&l).await.unwrap();
+        let batches = turnlake::engine::run_sql(&ctx, "SELECT * FROM messages", "read")
+            .await
+            .unwrap();
+        let mut altered = Vec::new();
+        let mut changed = 0;
+        for b in batches {
+            let mut cols: Vec<arrow::array::ArrayRef> = b.columns().to_vec();
+            let i = b.schema().index_of("tool_calls").unwrap();
+            let calls: Vec<Option<String>> =
+                turnlake::columns::strings(std::slice::from_ref(&b), "tool_calls")
+                    .into_iter()
+                    .map(|c| {
+                        c.map(|c| {
+                            changed += c.contains(from) as usize;
+                            c.replace(from, to)
+                        })
+                    })
+                    .collect();
+            let calls: arrow::array::ArrayRef =
+                std::sync::Arc::new(arrow::array::StringArray::from(calls));
+            cols[i] = arrow::compute::cast(&calls, b.schema().field(i).data_type()).unwrap();
+            altered.push(arrow::record_batch::RecordBatch::try_new(b.schema(), cols).unwrap());
+        }
+        assert!(changed > 0, "no stored tool call holds {from:?}");
+        let w = l.begin("test: alter a tool call", serde_json::json!({})).await.unwrap();
+        l.overwrite("messages", altered, serde_json::json!({"test": "altered"}))
+            .await
+            .unwrap();
+        w.finish().await.unwrap();
+    });
+}
+
+#[test]
+fn runs_the_real_agent_writes_now_are_read_whole() {
+    let python = tools_dir().join("py/bin/python");
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let o = std::process::Command::new(&python)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("python/mswea_runs.py"))
+        .arg(&runs)
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {e} (run ./setup.sh)", python.display()));
+    ok(o);
+    let lake = tmp.path().join("lake");
+    assert_eq!(check_runs(&runs, &lake), 6);
+    export_matches_the_record(&runs, &lake, tmp.path());
+}
+
+#[test]
+fn a_rerun_replaces_its_trajectory_and_a_later_report_its_verdict() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (lake, runs) = (tmp.path().join("lake"), tmp.path().join("runs"));
+    let file = runs.join("calc__x/calc__x.traj.json");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    let runs_dir = fixtures().join("mswea-2.4/toolcall");
+    let first = runs_dir.join("calc__toolcall_steplimit/calc__toolcall_steplimit.traj.json");
+    let second = runs_dir.join("calc__toolcall_submit/calc__toolcall_submit.traj.json");
+    std::fs::copy(&first, &file).unwrap();
+    ok(run(&lake, &["ingest", "mswea", runs.to_str().unwrap()]));
+    // `--redo-existing` wrote the file again.
+    std::fs::copy(&second, &file).unwrap();
+    let o = ok(run(&lake, &["ingest", "mswea", runs.to_str().unwrap()]));
+    assert!(stdout(&o).contains("replaced: 1 trajectories"), "{}", stdout(&o));
+    assert_eq!(counts(&o), (1, 1, 0, 0));
+    let held = sql(&lake, "SELECT exit_status, n_turns FROM trajectories");
+    assert_eq!(held, vec![vec!["Submitted".to_string(), "9".to_string()]]);
+    let turns = "SELECT count(*) FROM turns";
+    assert_eq!(scalar(&lake, turns), "9", "the first run's turns are gone");
+    assert_eq!(scalar(&lake, "SELECT count(DISTINCT traj_id) FROM messages"), "1");
+    // The same file again changes nothing.
+    let o = ok(run(&lake, &["ingest", "mswea", runs.to_str().unwrap()]));
+    assert_eq!(counts(&o), (1, 0, 1, 0));
+
+    let report = |name: &str, resolved: bool| {
+        let path = tmp.path().join(name);
+        let ids = serde_json::json!(["calc__x"]);
+        let (yes, no) = if resolved { (ids, serde_json::json!([])) } else { (serde_json::json!([]), ids) };
+        std::fs::write(&path, serde_json::json!({"resolved_ids": yes, "unresolved_ids": no}).to_string()).unwrap();
+        path
+    };
+    let verified = "SELECT CAST(verified AS VARCHAR) FROM trajectories";
+    let a = report("a.json", true);
+    let under = format!("--under={}", runs.display());
+    ok(run(&lake, &["ingest", "swebench-results", &under, a.to_str().unwrap()]));
+    assert_eq!(scalar(&lake, verified), "true");
+    // A report of other runs (another folder) leaves these alone.
+    let other = format!("--under={}", tmp.path().join("elsewhere").display());
+    let b = report("b.json", false);
+    ok(run(&lake, &["ingest", "swebench-results", &other, b.to_str().unwrap()]));
+    assert_eq!(scalar(&lake, verified), "true");
+    ok(run(&lake, &["ingest", "swebench-results", b.to_str().unwrap()]));
+    assert_eq!(scalar(&lake, verified), "false", "the later report decides");
+    let kept = sql(
+        &lake,
+        "SELECT report_file LIKE '%a.json', resolved, trajectories FROM swebench_results ORDER BY ingested_at, report_file, under",
+    );
+    assert_eq!(kept.len(), 3, "{kept:?}");
+    assert_eq!(kept[0], vec!["true", "true", "1"]);
+    assert_eq!(kept[1][2], "0", "the report under another folder matched nothing");
+    // Not a report: refused naming the file and field, nothing written.
+    let bad = tmp.path().join("bad.json");
+    std::fs::write(&bad, r#"{"calc__x": {"resolved": "yes"}}"#).unwrap();
+    let o = run(&lake, &["ingest", "swebench-results", bad.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("bad.json, field calc__x.resolved"), "{}", stderr(&o));
+    assert_eq!(scalar(&lake, "SELECT count(*) FROM swebench_results"), "3");
+}
+
+/// A lake written before this release's columns (`messages.fields_sha`,
+/// `turns.parsed`, ...): they read as nulls, and the exports check content
+/// alone.
+#[test]
+fn a_lake_from_before_the_recorded_fields_reads_them_as_nulls() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lake = tmp.path().join("lake");
+    ok(run(&lake, &["ingest", "mswea", fixtures().join("mswea").to_str().unwrap()]));
+    let later = ["tool_call_id", "recovered", "fields_sha", "commands", "format_error", "parsed"];
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let l = turnlake::lake::Lake::open(lake.to_str().unwrap()).unwrap();
+        let ctx = turnlake::engine::session(&l).await.unwrap();
+        for table in ["messages", "turns"] {
+            let batches = turnlake::engine::run_sql(&ctx, &format!("SELECT * FROM {table}"), "read")
+                .await
+                .unwrap();
+            let schema = batches[0].schema();
+            let keep: Vec<usize> = (0..schema.fields().len())
+                .filter(|i| !later.contains(&schema.field(*i).name().as_str()))
+                .collect();
+            let older: Vec<_> = batches.iter().map(|b| b.project(&keep).unwrap()).collect();
+            let url = url::Url::from_directory_path(lake.join(table)).unwrap();
+            let delta = deltalake::open_table(url).await.unwrap();
+            delta
+                .write(older)
+                .with_save_mode(deltalake::protocol::SaveMode::Overwrite)
+                .with_schema_mode(deltalake::operations::write::SchemaMode::Overwrite)
+                .await
+                .unwrap();
+        }
+    });
+    // What an earlier release left: no lake log, the tables without the columns.
+    std::fs::remove_dir_all(lake.join("_turnlake")).unwrap();
+    let columns = sql(&lake, "DESCRIBE turns");
+    assert!(columns.iter().any(|c| c[0] == "parsed"), "read as null: {columns:?}");
+    let traj = scalar(&lake, "SELECT min(traj_id) FROM trajectories");
+    let shown = ok(run(&lake, &["show", &traj, "--format", "traj.json"]));
+    let shown: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert!(!shown["messages"].as_array().unwrap().is_empty());
+    assert_eq!(scalar(&lake, "SELECT count(parsed) + count(fields_sha) FROM turns JOIN messages USING (traj_id)"), "0");
+}
