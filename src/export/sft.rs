@@ -518,9 +518,7 @@ async fn produce(
 
 /// The tool schema (JSON) of every run that was given one: few are (one's
 /// own tool-call runs), so a map holds them.
-async fn run_tools(
-    lake: &Lake,
-) -> Result<std::collections::HashMap<String, Value>, ExportError> {
+async fn run_tools(lake: &Lake) -> Result<std::collections::HashMap<String, Value>, ExportError> {
     let ctx = engine::bounded_session(lake, SMALL_SORT_BUDGET, SMALL_BATCH_ROWS).await?;
     let found = engine::run_sql(
         &ctx,

@@ -108,7 +108,11 @@ impl Recorded {
 
 /// A message as the Parquet files type it ([`super::tool_calls_for_parquet`]).
 fn parquet_message(m: &Message) -> std::borrow::Cow<'_, Message> {
-    match m.tool_calls.as_ref().and_then(super::tool_calls_for_parquet) {
+    match m
+        .tool_calls
+        .as_ref()
+        .and_then(super::tool_calls_for_parquet)
+    {
         Some(calls) => std::borrow::Cow::Owned(Message {
             tool_calls: Some(calls),
             ..m.clone()

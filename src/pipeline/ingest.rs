@@ -184,7 +184,10 @@ async fn known(lake: &Lake) -> Result<Known, IngestError> {
             "loading mswea trajectories",
         )
         .await?;
-        for (file, id) in column(&b, "input_file").into_iter().zip(column(&b, "traj_id")) {
+        for (file, id) in column(&b, "input_file")
+            .into_iter()
+            .zip(column(&b, "traj_id"))
+        {
             k.mswea_files.entry(file).or_default().push(id);
         }
     }

@@ -77,7 +77,11 @@ pub async fn ingest(
     if files.is_empty() {
         return Err(IngestError::Reader(format!(
             "no SWE-bench report under {}",
-            paths.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", ")
+            paths
+                .iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         )));
     }
     // Every report is read and checked before the lake is touched.
@@ -87,7 +91,11 @@ pub async fn ingest(
         let bytes = f.location.read().await?;
         let path = f.location.to_string();
         let report = swebench::parse(&bytes, &path).map_err(|e| {
-            let at = if e.field.is_empty() { String::new() } else { format!(", field {}", e.field) };
+            let at = if e.field.is_empty() {
+                String::new()
+            } else {
+                format!(", field {}", e.field)
+            };
             IngestError::Reader(format!("{path}{at}: {}", e.reason))
         })?;
         let sha = crate::source::derive::sha256_hex(&bytes);
@@ -97,7 +105,11 @@ pub async fn ingest(
             sha256: Some(sha.clone()),
             etag: None,
         });
-        reports.push((path, sha[..crate::source::derive::STORED_SHA_HEX].to_string(), report));
+        reports.push((
+            path,
+            sha[..crate::source::derive::STORED_SHA_HEX].to_string(),
+            report,
+        ));
     }
     // The latest report of each instance decides it.
     let mut verdicts: BTreeMap<&str, bool> = BTreeMap::new();
@@ -125,8 +137,13 @@ pub async fn ingest(
             .map(|(id, _)| *id)
             .collect();
         if !ids.is_empty() {
-            lake.update_where("trajectories", scope(&ids, under.as_deref()), "verified", lit(resolved))
-                .await?;
+            lake.update_where(
+                "trajectories",
+                scope(&ids, under.as_deref()),
+                "verified",
+                lit(resolved),
+            )
+            .await?;
         }
     }
     for (id, resolved) in &verdicts {

@@ -220,8 +220,8 @@ pub fn register_config(ctx: &SessionContext, config: &SelectConfig) -> Result<()
         Arc::new(arrow::array::StringArray::from(config.runs.sources.clone())) as ArrayRef,
     )])
     .map_err(|e| SelectError::Config(e.into()))?;
-    let table = MemTable::try_new(sources.schema(), vec![vec![sources]])
-        .map_err(SelectError::Config)?;
+    let table =
+        MemTable::try_new(sources.schema(), vec![vec![sources]]).map_err(SelectError::Config)?;
     let _ = ctx.deregister_table("select_run_sources");
     ctx.register_table("select_run_sources", Arc::new(table))
         .map_err(SelectError::Config)?;
@@ -505,13 +505,19 @@ mod tests {
             gate_reason(false, Some(0), false, false),
             Some("not exactly one bash block")
         );
-        assert_eq!(gate_reason(false, Some(1), true, true), Some("unclosed <think>"));
+        assert_eq!(
+            gate_reason(false, Some(1), true, true),
+            Some("unclosed <think>")
+        );
         assert_eq!(
             gate_reason(false, Some(1), false, true),
             Some("repeats another train turn's command")
         );
         // As SQL's `n_bash_blocks <> 1` on a null: no verdict on the blocks.
         assert_eq!(gate_reason(false, None, false, false), None);
-        assert_eq!(gate_reason(false, None, true, false), Some("unclosed <think>"));
+        assert_eq!(
+            gate_reason(false, None, true, false),
+            Some("unclosed <think>")
+        );
     }
 }

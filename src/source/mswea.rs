@@ -180,11 +180,13 @@ pub fn message(m: &Value, path: &str) -> FieldResult<RawMessage> {
 
 /// The commands the agent parsed and ran, as it recorded them (`extra.actions`).
 fn recorded_actions(m: &Value) -> Option<Vec<String>> {
-    m.pointer("/extra/actions").and_then(Value::as_array).map(|a| {
-        a.iter()
-            .filter_map(|x| x.get("command").and_then(Value::as_str).map(str::to_string))
-            .collect()
-    })
+    m.pointer("/extra/actions")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.get("command").and_then(Value::as_str).map(str::to_string))
+                .collect()
+        })
 }
 
 /// The `command` of each chat tool call, and whether every call had one
@@ -279,31 +281,33 @@ fn format_error_response(m: &Value, path: &str) -> FieldResult<Option<RawMessage
         return Ok(None);
     }
     let field = format!("{path}extra.response");
-    let mut msg = match (extra.get("model_response"), extra.get("response")) {
-        // Text models: the response text.
-        (Some(Value::String(text)), _) => RawMessage {
-            role: "assistant".into(),
-            content: text.clone(),
-            ..Default::default()
-        },
-        (_, Some(r)) if is_response_object(r) => response_message(r, &field)?,
-        (_, Some(r)) if r.pointer("/choices/0/message").is_some() => {
-            let mut msg = message(&r["choices"][0]["message"], &format!("{field}.choices[0].message."))?;
-            msg.role = "assistant".into();
-            msg
-        }
-        (_, Some(Value::String(repr))) => RawMessage {
-            role: "assistant".into(),
-            content: repr.clone(),
-            ..Default::default()
-        },
-        _ => {
-            return Err(FieldError::new(
+    let mut msg =
+        match (extra.get("model_response"), extra.get("response")) {
+            // Text models: the response text.
+            (Some(Value::String(text)), _) => RawMessage {
+                role: "assistant".into(),
+                content: text.clone(),
+                ..Default::default()
+            },
+            (_, Some(r)) if is_response_object(r) => response_message(r, &field)?,
+            (_, Some(r)) if r.pointer("/choices/0/message").is_some() => {
+                let mut msg = message(
+                    &r["choices"][0]["message"],
+                    &format!("{field}.choices[0].message."),
+                )?;
+                msg.role = "assistant".into();
+                msg
+            }
+            (_, Some(Value::String(repr))) => RawMessage {
+                role: "assistant".into(),
+                content: repr.clone(),
+                ..Default::default()
+            },
+            _ => return Err(FieldError::new(
                 field,
                 "a FormatError message without the rejected response (model_response or response)",
-            ))
-        }
-    };
+            )),
+        };
     msg.format_error = Some(rejection_reason(&msg, extra));
     msg.recovered = true;
     Ok(Some(msg))
@@ -324,7 +328,10 @@ fn rejection_reason(msg: &RawMessage, extra: &Value) -> String {
     }
     let mut reasons = Vec::new();
     for c in &calls {
-        let (name, arguments) = (c.pointer("/function/name"), c.pointer("/function/arguments"));
+        let (name, arguments) = (
+            c.pointer("/function/name"),
+            c.pointer("/function/arguments"),
+        );
         let args = match arguments {
             Some(Value::String(s)) => serde_json::from_str::<Value>(s).ok(),
             Some(v) => Some(v.clone()),
@@ -374,7 +381,10 @@ mod tests {
         assert_eq!(t.model.as_deref(), Some("openai/o4-mini"));
         assert_eq!(t.tools.as_deref(), Some(BASH_TOOL));
         let a = &t.messages[2];
-        assert_eq!((a.role.as_str(), a.content.as_str()), ("assistant", "Let me look."));
+        assert_eq!(
+            (a.role.as_str(), a.content.as_str()),
+            ("assistant", "Let me look.")
+        );
         assert_eq!(a.reasoning_content.as_deref(), Some("Look first."));
         assert_eq!(a.actions, vec!["ls", "git status"]);
         let calls: Value = serde_json::from_str(a.tool_calls.as_deref().unwrap()).unwrap();
@@ -383,7 +393,10 @@ mod tests {
             json!({"id": "call_2", "type": "function", "function": {"name": "bash", "arguments": "{\"command\": \"git status\"}"}})
         );
         let o = &t.messages[4];
-        assert_eq!((o.role.as_str(), o.tool_call_id.as_deref()), ("tool", Some("call_2")));
+        assert_eq!(
+            (o.role.as_str(), o.tool_call_id.as_deref()),
+            ("tool", Some("call_2"))
+        );
     }
 
     #[test]
@@ -399,18 +412,43 @@ mod tests {
                        "response": {"choices": [{"message": {"role": "assistant", "content": "I will think.", "tool_calls": null}}]}}}
         ]});
         let t = trajectory(&v, &path()).unwrap();
-        let roles: Vec<(&str, bool)> = t.messages.iter().map(|m| (m.role.as_str(), m.recovered)).collect();
+        let roles: Vec<(&str, bool)> = t
+            .messages
+            .iter()
+            .map(|m| (m.role.as_str(), m.recovered))
+            .collect();
         assert_eq!(
             roles,
-            vec![("system", false), ("user", false), ("assistant", true), ("user", false), ("assistant", true), ("user", false)]
+            vec![
+                ("system", false),
+                ("user", false),
+                ("assistant", true),
+                ("user", false),
+                ("assistant", true),
+                ("user", false)
+            ]
         );
-        assert_eq!(t.messages[2].format_error.as_deref(), Some("Expected exactly 1 action, found 2."));
+        assert_eq!(
+            t.messages[2].format_error.as_deref(),
+            Some("Expected exactly 1 action, found 2.")
+        );
         assert!(t.messages[2].content.contains("pwd"));
         assert_eq!(t.messages[4].content, "I will think.");
-        assert_eq!(t.messages[4].format_error.as_deref(), Some("No tool calls found in the response."));
+        assert_eq!(
+            t.messages[4].format_error.as_deref(),
+            Some("No tool calls found in the response.")
+        );
         // The recovered responses are not part of the content key.
-        let sent: Vec<RawMessage> = t.messages.iter().filter(|m| !m.recovered).cloned().collect();
-        assert_eq!(super::super::derive::messages_sha(&sent), super::super::derive::messages_sha(&t.messages));
+        let sent: Vec<RawMessage> = t
+            .messages
+            .iter()
+            .filter(|m| !m.recovered)
+            .cloned()
+            .collect();
+        assert_eq!(
+            super::super::derive::messages_sha(&sent),
+            super::super::derive::messages_sha(&t.messages)
+        );
     }
 
     #[test]

@@ -39,7 +39,10 @@ pub fn wants(name: &str) -> bool {
 pub fn parse(bytes: &[u8], path: &str) -> FieldResult<Report> {
     let v = parse_record(bytes)?;
     let Value::Object(map) = &v else {
-        return Err(FieldError::new("", "expected a JSON object (a SWE-bench report)"));
+        return Err(FieldError::new(
+            "",
+            "expected a JSON object (a SWE-bench report)",
+        ));
     };
     let run_id = map
         .get("run_id")
@@ -112,7 +115,8 @@ mod tests {
 
     #[test]
     fn a_run_report_resolves_its_resolved_ids_and_judges_the_rest_unresolved() {
-        let report = br#"{"total_instances": 5, "resolved_ids": ["a__a-1"], "unresolved_ids": ["b__b-2"],
+        let report =
+            br#"{"total_instances": 5, "resolved_ids": ["a__a-1"], "unresolved_ids": ["b__b-2"],
             "error_ids": ["c__c-3"], "empty_patch_ids": [], "completed_ids": ["a__a-1", "b__b-2"],
             "incomplete_ids": ["d__d-4"], "submitted_ids": ["a__a-1", "b__b-2", "c__c-3", "e__e-5"],
             "schema_version": 2}"#;
@@ -122,7 +126,10 @@ mod tests {
             .into_iter()
             .map(|(k, v)| (k.to_string(), v))
             .collect();
-        assert_eq!(r.outcomes, want, "incomplete and merely submitted ids are not judged");
+        assert_eq!(
+            r.outcomes, want,
+            "incomplete and merely submitted ids are not judged"
+        );
     }
 
     #[test]

@@ -150,7 +150,11 @@ pub fn observation_outcome(format: ObsFormat, text: &str) -> ObsOutcome {
         ObsFormat::OpenHands | ObsFormat::SweAgent => EXIT_TRAILER.captures_iter(text).last(),
     }
     .and_then(|c| c[1].parse::<i64>().ok())
-    .or_else(|| (format == ObsFormat::Json).then(|| json_returncode(text)).flatten());
+    .or_else(|| {
+        (format == ObsFormat::Json)
+            .then(|| json_returncode(text))
+            .flatten()
+    });
     let failed = match code {
         Some(n) => n != 0,
         None => {
@@ -199,7 +203,10 @@ mod tests {
                 Returncode,
             ),
             ("OBSERVATION:\nfile.py", SweAgent),
-            ("{\n  \"returncode\": 0,\n  \"output\": \"a.py\\n\"\n}", Json),
+            (
+                "{\n  \"returncode\": 0,\n  \"output\": \"a.py\\n\"\n}",
+                Json,
+            ),
             ("{\"output\": \"x\"}", OpenHands),
             (
                 "Here's the result of running `cat -n` on /x.py:\n 1\tx",

@@ -177,7 +177,10 @@ fn check_runs(dir: &Path, lake: &Path) -> usize {
         );
         assert_eq!(found.len(), 1, "{name}: {found:?}");
         let traj_id = found[0]["traj_id"].as_str().unwrap().to_string();
-        assert_eq!(found[0]["exit_status"], traj["info"]["exit_status"], "{name}");
+        assert_eq!(
+            found[0]["exit_status"], traj["info"]["exit_status"],
+            "{name}"
+        );
 
         let want = recorded_turns(messages);
         let turns = rows(
@@ -187,7 +190,11 @@ fn check_runs(dir: &Path, lake: &Path) -> usize {
                  FROM turns WHERE traj_id = '{traj_id}' ORDER BY t"
             ),
         );
-        assert_eq!(turns.len(), want.len(), "{name}: one turn per model response");
+        assert_eq!(
+            turns.len(),
+            want.len(),
+            "{name}: one turn per model response"
+        );
         assert_eq!(found[0]["n_turns"], want.len(), "{name}");
         for (turn, want) in turns.iter().zip(&want) {
             let t = &turn["t"];
@@ -201,7 +208,11 @@ fn check_runs(dir: &Path, lake: &Path) -> usize {
                 want.format_error,
                 "{name} turn {t}: format error"
             );
-            assert_eq!(turn["returncode"].as_i64(), want.returncode, "{name} turn {t}: returncode");
+            assert_eq!(
+                turn["returncode"].as_i64(),
+                want.returncode,
+                "{name} turn {t}: returncode"
+            );
             if let Some(rc) = want.returncode {
                 assert_eq!(turn["obs_failed"], (rc != 0), "{name} turn {t}: failure");
             }
@@ -229,7 +240,11 @@ fn check_runs(dir: &Path, lake: &Path) -> usize {
             .filter(|m| m["role"] != "exit")
             .map(recorded_fields)
             .collect();
-        assert_eq!(got, recorded_messages(messages), "{name}: show --format traj.json");
+        assert_eq!(
+            got,
+            recorded_messages(messages),
+            "{name}: show --format traj.json"
+        );
         assert_eq!(shown["info"]["exit_status"], traj["info"]["exit_status"]);
     }
     files.len()
@@ -237,7 +252,8 @@ fn check_runs(dir: &Path, lake: &Path) -> usize {
 
 /// A select config whose run products take the mswea runs, with turn
 /// ranges short runs reach.
-const MSWEA_SELECT: &str = "[credit]\nmin_score = 0.85\nmax_dup_cmd_ratio = 0.45\nmax_cmd_run = 3\n\
+const MSWEA_SELECT: &str =
+    "[credit]\nmin_score = 0.85\nmax_dup_cmd_ratio = 0.45\nmax_cmd_run = 3\n\
 loop_dup_ratio = 0.55\nloop_max_run = 5\n[runs]\nsources = [\"mswea\"]\n\
 [escape_mini]\nt_min = 1\nt_max = 40\n[finish_mini]\nt_min = 1\nt_max = 40\ncap = 100\nseed = 0\n\
 [mix]\nmode = \"all\"\nseed = 1\n[mix.shares]\nfinish_mini = 1.0\n";
@@ -264,10 +280,14 @@ fn export_matches_the_record(dir: &Path, lake: &Path, work: &Path) {
     let report = work.join("mini.run1.json");
     std::fs::write(
         &report,
-        serde_json::json!({"resolved_ids": resolved, "unresolved_ids": [], "error_ids": []}).to_string(),
+        serde_json::json!({"resolved_ids": resolved, "unresolved_ids": [], "error_ids": []})
+            .to_string(),
     )
     .unwrap();
-    let o = ok(run(lake, &["ingest", "swebench-results", report.to_str().unwrap()]));
+    let o = ok(run(
+        lake,
+        &["ingest", "swebench-results", report.to_str().unwrap()],
+    ));
     assert!(
         stdout(&o).contains(&format!("{} instances resolved", resolved.len())),
         "{}",
@@ -278,20 +298,35 @@ fn export_matches_the_record(dir: &Path, lake: &Path, work: &Path) {
     ok(run(lake, &["select", "--config", config.to_str().unwrap()]));
     ok(run(lake, &["mix", "--config", config.to_str().unwrap()]));
     let out = work.join("sft.jsonl");
-    ok(run(lake, &["export", "sft", "--out", out.to_str().unwrap()]));
+    ok(run(
+        lake,
+        &["export", "sft", "--out", out.to_str().unwrap()],
+    ));
     let exported: Vec<Value> = std::fs::read_to_string(&out)
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let finish = exported.iter().filter(|r| r["mix"] == "finish_mini").count();
-    assert_eq!(finish, resolved.len(), "one finish_mini row per resolved run");
+    let finish = exported
+        .iter()
+        .filter(|r| r["mix"] == "finish_mini")
+        .count();
+    assert_eq!(
+        finish,
+        resolved.len(),
+        "one finish_mini row per resolved run"
+    );
     for row in &exported {
         // `MIX/mswea/INSTANCE/SHA[/T]`
         let instance = row["row_id"].as_str().unwrap().split('/').nth(2).unwrap();
         let traj = &by_instance[instance];
         let want = recorded_messages(traj["messages"].as_array().unwrap());
-        let got: Vec<Value> = row["messages"].as_array().unwrap().iter().map(recorded_fields).collect();
+        let got: Vec<Value> = row["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(recorded_fields)
+            .collect();
         assert_eq!(got, want[..got.len()], "{instance}: exported messages");
         // The row ends at its train turn: a response the model sent.
         assert_eq!(got.last().unwrap()["role"], "assistant", "{instance}");
@@ -316,7 +351,11 @@ fn the_checked_in_runs_of_every_style_are_read_whole_and_exported_as_recorded() 
     let out = tmp.path().join("altered.jsonl");
     let o = run(&lake, &["export", "sft", "--out", out.to_str().unwrap()]);
     assert!(!o.status.success());
-    assert!(stderr(&o).contains("does not match its stored content hash"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("does not match its stored content hash"),
+        "{}",
+        stderr(&o)
+    );
     assert!(!out.exists(), "nothing is written");
 }
 
@@ -351,7 +390,10 @@ fn alter_tool_calls(lake: &Path, from: &str, to: &str) {
             altered.push(arrow::record_batch::RecordBatch::try_new(b.schema(), cols).unwrap());
         }
         assert!(changed > 0, "no stored tool call holds {from:?}");
-        let w = l.begin("test: alter a tool call", serde_json::json!({})).await.unwrap();
+        let w = l
+            .begin("test: alter a tool call", serde_json::json!({}))
+            .await
+            .unwrap();
         l.overwrite("messages", altered, serde_json::json!({"test": "altered"}))
             .await
             .unwrap();
@@ -390,13 +432,20 @@ fn a_rerun_replaces_its_trajectory_and_a_later_report_its_verdict() {
     // `--redo-existing` wrote the file again.
     std::fs::copy(&second, &file).unwrap();
     let o = ok(run(&lake, &["ingest", "mswea", runs.to_str().unwrap()]));
-    assert!(stdout(&o).contains("replaced: 1 trajectories"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("replaced: 1 trajectories"),
+        "{}",
+        stdout(&o)
+    );
     assert_eq!(counts(&o), (1, 1, 0, 0));
     let held = sql(&lake, "SELECT exit_status, n_turns FROM trajectories");
     assert_eq!(held, vec![vec!["Submitted".to_string(), "9".to_string()]]);
     let turns = "SELECT count(*) FROM turns";
     assert_eq!(scalar(&lake, turns), "9", "the first run's turns are gone");
-    assert_eq!(scalar(&lake, "SELECT count(DISTINCT traj_id) FROM messages"), "1");
+    assert_eq!(
+        scalar(&lake, "SELECT count(DISTINCT traj_id) FROM messages"),
+        "1"
+    );
     // The same file again changes nothing.
     let o = ok(run(&lake, &["ingest", "mswea", runs.to_str().unwrap()]));
     assert_eq!(counts(&o), (1, 0, 1, 0));
@@ -404,21 +453,38 @@ fn a_rerun_replaces_its_trajectory_and_a_later_report_its_verdict() {
     let report = |name: &str, resolved: bool| {
         let path = tmp.path().join(name);
         let ids = serde_json::json!(["calc__x"]);
-        let (yes, no) = if resolved { (ids, serde_json::json!([])) } else { (serde_json::json!([]), ids) };
-        std::fs::write(&path, serde_json::json!({"resolved_ids": yes, "unresolved_ids": no}).to_string()).unwrap();
+        let (yes, no) = if resolved {
+            (ids, serde_json::json!([]))
+        } else {
+            (serde_json::json!([]), ids)
+        };
+        std::fs::write(
+            &path,
+            serde_json::json!({"resolved_ids": yes, "unresolved_ids": no}).to_string(),
+        )
+        .unwrap();
         path
     };
     let verified = "SELECT CAST(verified AS VARCHAR) FROM trajectories";
     let a = report("a.json", true);
     let under = format!("--under={}", runs.display());
-    ok(run(&lake, &["ingest", "swebench-results", &under, a.to_str().unwrap()]));
+    ok(run(
+        &lake,
+        &["ingest", "swebench-results", &under, a.to_str().unwrap()],
+    ));
     assert_eq!(scalar(&lake, verified), "true");
     // A report of other runs (another folder) leaves these alone.
     let other = format!("--under={}", tmp.path().join("elsewhere").display());
     let b = report("b.json", false);
-    ok(run(&lake, &["ingest", "swebench-results", &other, b.to_str().unwrap()]));
+    ok(run(
+        &lake,
+        &["ingest", "swebench-results", &other, b.to_str().unwrap()],
+    ));
     assert_eq!(scalar(&lake, verified), "true");
-    ok(run(&lake, &["ingest", "swebench-results", b.to_str().unwrap()]));
+    ok(run(
+        &lake,
+        &["ingest", "swebench-results", b.to_str().unwrap()],
+    ));
     assert_eq!(scalar(&lake, verified), "false", "the later report decides");
     let kept = sql(
         &lake,
@@ -426,13 +492,23 @@ fn a_rerun_replaces_its_trajectory_and_a_later_report_its_verdict() {
     );
     assert_eq!(kept.len(), 3, "{kept:?}");
     assert_eq!(kept[0], vec!["true", "true", "1"]);
-    assert_eq!(kept[1][2], "0", "the report under another folder matched nothing");
+    assert_eq!(
+        kept[1][2], "0",
+        "the report under another folder matched nothing"
+    );
     // Not a report: refused naming the file and field, nothing written.
     let bad = tmp.path().join("bad.json");
     std::fs::write(&bad, r#"{"calc__x": {"resolved": "yes"}}"#).unwrap();
-    let o = run(&lake, &["ingest", "swebench-results", bad.to_str().unwrap()]);
+    let o = run(
+        &lake,
+        &["ingest", "swebench-results", bad.to_str().unwrap()],
+    );
     assert!(!o.status.success());
-    assert!(stderr(&o).contains("bad.json, field calc__x.resolved"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("bad.json, field calc__x.resolved"),
+        "{}",
+        stderr(&o)
+    );
     assert_eq!(scalar(&lake, "SELECT count(*) FROM swebench_results"), "3");
 }
 
@@ -443,15 +519,30 @@ fn a_rerun_replaces_its_trajectory_and_a_later_report_its_verdict() {
 fn a_lake_from_before_the_recorded_fields_reads_them_as_nulls() {
     let tmp = tempfile::tempdir().unwrap();
     let lake = tmp.path().join("lake");
-    ok(run(&lake, &["ingest", "mswea", fixtures().join("mswea").to_str().unwrap()]));
-    let later = ["tool_call_id", "recovered", "fields_sha", "commands", "format_error", "parsed"];
+    ok(run(
+        &lake,
+        &[
+            "ingest",
+            "mswea",
+            fixtures().join("mswea").to_str().unwrap(),
+        ],
+    ));
+    let later = [
+        "tool_call_id",
+        "recovered",
+        "fields_sha",
+        "commands",
+        "format_error",
+        "parsed",
+    ];
     tokio::runtime::Runtime::new().unwrap().block_on(async {
         let l = turnlake::lake::Lake::open(lake.to_str().unwrap()).unwrap();
         let ctx = turnlake::engine::session(&l).await.unwrap();
         for table in ["messages", "turns"] {
-            let batches = turnlake::engine::run_sql(&ctx, &format!("SELECT * FROM {table}"), "read")
-                .await
-                .unwrap();
+            let batches =
+                turnlake::engine::run_sql(&ctx, &format!("SELECT * FROM {table}"), "read")
+                    .await
+                    .unwrap();
             let schema = batches[0].schema();
             let keep: Vec<usize> = (0..schema.fields().len())
                 .filter(|i| !later.contains(&schema.field(*i).name().as_str()))
@@ -470,10 +561,19 @@ fn a_lake_from_before_the_recorded_fields_reads_them_as_nulls() {
     // What an earlier release left: no lake log, the tables without the columns.
     std::fs::remove_dir_all(lake.join("_turnlake")).unwrap();
     let columns = sql(&lake, "DESCRIBE turns");
-    assert!(columns.iter().any(|c| c[0] == "parsed"), "read as null: {columns:?}");
+    assert!(
+        columns.iter().any(|c| c[0] == "parsed"),
+        "read as null: {columns:?}"
+    );
     let traj = scalar(&lake, "SELECT min(traj_id) FROM trajectories");
     let shown = ok(run(&lake, &["show", &traj, "--format", "traj.json"]));
     let shown: Value = serde_json::from_slice(&shown.stdout).unwrap();
     assert!(!shown["messages"].as_array().unwrap().is_empty());
-    assert_eq!(scalar(&lake, "SELECT count(parsed) + count(fields_sha) FROM turns JOIN messages USING (traj_id)"), "0");
+    assert_eq!(
+        scalar(
+            &lake,
+            "SELECT count(parsed) + count(fields_sha) FROM turns JOIN messages USING (traj_id)"
+        ),
+        "0"
+    );
 }
