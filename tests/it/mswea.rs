@@ -577,3 +577,84 @@ fn a_lake_from_before_the_recorded_fields_reads_them_as_nulls() {
         "0"
     );
 }
+
+/// `show --format traj.json` writes files mini-swe-agent's own inspector
+/// opens: an Albedo side and a run of every style, loaded and walked step by
+/// step by its TrajectoryInspector (`python/inspect_trajs.py`), one step per
+/// executed turn after the task's.
+#[test]
+fn the_inspector_opens_what_show_writes_of_albedo_sides_and_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lake = tmp.path().join("lake");
+    ok(run(
+        &lake,
+        &[
+            "ingest",
+            "albedo",
+            fixtures().join("albedo").to_str().unwrap(),
+        ],
+    ));
+    ok(run(
+        &lake,
+        &[
+            "ingest",
+            "mswea",
+            fixtures().join("mswea-2.4").to_str().unwrap(),
+        ],
+    ));
+    let trajs = rows(
+        &lake,
+        "SELECT t.traj_id, count(u.t) FILTER (WHERE u.format_error IS NULL) AS executed \
+         FROM trajectories t LEFT JOIN turns u USING (traj_id) \
+         GROUP BY t.traj_id ORDER BY t.traj_id",
+    );
+    assert!(trajs.len() > 4, "{trajs:?}");
+    let mut files = Vec::new();
+    for (i, traj) in trajs.iter().enumerate() {
+        let shown = ok(run(
+            &lake,
+            &[
+                "show",
+                traj["traj_id"].as_str().unwrap(),
+                "--format",
+                "traj.json",
+            ],
+        ));
+        let file = tmp.path().join(format!("{i}.traj.json"));
+        std::fs::write(&file, &shown.stdout).unwrap();
+        files.push(file);
+    }
+    let o = ok(
+        std::process::Command::new(tools_dir().join("py/bin/python"))
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("python/inspect_trajs.py"))
+            .args(&files)
+            .output()
+            .expect("the project's Python venv (run ./setup.sh)"),
+    );
+    let opened: Vec<Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(opened.len(), trajs.len());
+    for ((traj, file), seen) in trajs.iter().zip(&files).zip(&opened) {
+        let written: Value = serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
+        assert_eq!(seen["errors"], serde_json::json!([]), "{traj}");
+        assert_eq!(
+            seen["messages"].as_u64().unwrap() as usize,
+            written["messages"].as_array().unwrap().len(),
+            "{traj}"
+        );
+        assert!(seen["messages"].as_u64().unwrap() > 0, "{traj}");
+        assert_eq!(
+            seen["steps"].as_i64().unwrap(),
+            1 + traj["executed"].as_i64().unwrap(),
+            "{traj}: {seen}"
+        );
+    }
+    assert!(
+        trajs
+            .iter()
+            .any(|t| t["traj_id"].as_str().unwrap().starts_with("albedo/")),
+        "an Albedo side is among them"
+    );
+}
