@@ -127,7 +127,10 @@ pub async fn open(
 /// to rerun (`credit_citations.category`, say).
 const READ_AS_NULL: [(&str, &[&str]); 3] = [
     ("trajectories", &["tools"]),
-    ("messages", &["tool_call_id", "recovered", "fields_sha"]),
+    (
+        "messages",
+        &["tool_call_id", "recovered", "fields_sha", "extra"],
+    ),
     ("turns", &["commands", "format_error", "parsed"]),
 ];
 

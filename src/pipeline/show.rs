@@ -279,6 +279,7 @@ pub async fn trajectory_file(lake: &Lake, traj_id: &str) -> Result<serde_json::V
         strings(&rows, "tool_call_id"),
         bools(&rows, "recovered"),
     );
+    let extra = strings(&rows, "extra");
     let mut messages = Vec::new();
     let mut submission = None;
     for i in 0..role.len() {
@@ -298,12 +299,17 @@ pub async fn trajectory_file(lake: &Lake, traj_id: &str) -> Result<serde_json::V
         if let Some(id) = &tool_call_id[i] {
             m.insert("tool_call_id".into(), json!(id));
         }
+        let recorded = extra[i].as_deref().and_then(|e| serde_json::from_str(e).ok());
         if role[i].as_deref() == Some("exit") {
             submission = content[i].clone();
             m.insert(
                 "extra".into(),
-                json!({"exit_status": exit_status, "submission": content[i]}),
+                recorded.unwrap_or_else(
+                    || json!({"exit_status": exit_status, "submission": content[i]}),
+                ),
             );
+        } else if let Some(recorded) = recorded {
+            m.insert("extra".into(), recorded);
         }
         messages.push(Value::Object(m));
     }

@@ -31,6 +31,8 @@ pub struct RawMessage {
     pub recovered: bool,
     /// Why the agent rejected it (its FormatError).
     pub format_error: Option<String>,
+    /// mini-swe-agent's recorded `extra` object, as JSON.
+    pub extra: Option<String>,
     pub score_target: bool,
     pub environment_observation: bool,
 }
@@ -204,6 +206,7 @@ pub fn derive(raw: &RawTrajectory) -> TrajectoryRows {
             tool_call_id: m.tool_call_id.clone(),
             recovered: m.recovered.then_some(true),
             fields_sha: Some(m.fields_sha()),
+            extra: m.extra.clone(),
         });
     }
 

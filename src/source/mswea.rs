@@ -145,6 +145,13 @@ fn content_text(content: Option<&Value>, field: &str) -> FieldResult<String> {
 
 /// One message of any version and style.
 pub fn message(m: &Value, path: &str) -> FieldResult<RawMessage> {
+    let mut msg = chat_message(m, path)?;
+    msg.extra = m.get("extra").filter(|e| !e.is_null()).map(Value::to_string);
+    Ok(msg)
+}
+
+/// A recorded message in the chat shape, whichever API wrote it.
+fn chat_message(m: &Value, path: &str) -> FieldResult<RawMessage> {
     if is_response_object(m) {
         let mut msg = response_message(m, &format!("{path}output"))?;
         msg.actions = recorded_actions(m).unwrap_or(msg.actions);
@@ -291,7 +298,7 @@ fn format_error_response(m: &Value, path: &str) -> FieldResult<Option<RawMessage
             },
             (_, Some(r)) if is_response_object(r) => response_message(r, &field)?,
             (_, Some(r)) if r.pointer("/choices/0/message").is_some() => {
-                let mut msg = message(
+                let mut msg = chat_message(
                     &r["choices"][0]["message"],
                     &format!("{field}.choices[0].message."),
                 )?;

@@ -76,6 +76,7 @@ pub struct MessageRow {
     pub tool_call_id: Option<String>,
     pub recovered: Option<bool>,
     pub fields_sha: Option<String>,
+    pub extra: Option<String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -256,6 +257,7 @@ pub fn messages_batch(r: &[MessageRow]) -> Result<RecordBatch, LakeError> {
             os(r.iter().map(|x| x.tool_call_id.as_deref())),
             ob(r.iter().map(|x| x.recovered)),
             os(r.iter().map(|x| x.fields_sha.as_deref())),
+            os(r.iter().map(|x| x.extra.as_deref())),
         ],
     )
 }

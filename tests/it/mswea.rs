@@ -246,6 +246,17 @@ fn check_runs(dir: &Path, lake: &Path) -> usize {
             "{name}: show --format traj.json"
         );
         assert_eq!(shown["info"]["exit_status"], traj["info"]["exit_status"]);
+        // Each message's recorded `extra` (actions, cost, raw response, ...) too.
+        let extras = |ms: &[Value]| -> Vec<Value> {
+            ms.iter()
+                .map(|m| m.get("extra").cloned().unwrap_or(Value::Null))
+                .collect()
+        };
+        assert_eq!(
+            extras(shown["messages"].as_array().unwrap()),
+            extras(messages),
+            "{name}: extra"
+        );
     }
     files.len()
 }
@@ -528,6 +539,7 @@ fn a_lake_from_before_the_recorded_fields_reads_them_as_nulls() {
         ],
     ));
     let later = [
+        "extra",
         "tool_call_id",
         "recovered",
         "fields_sha",
