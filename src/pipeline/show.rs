@@ -299,7 +299,9 @@ pub async fn trajectory_file(lake: &Lake, traj_id: &str) -> Result<serde_json::V
         if let Some(id) = &tool_call_id[i] {
             m.insert("tool_call_id".into(), json!(id));
         }
-        let recorded = extra[i].as_deref().and_then(|e| serde_json::from_str(e).ok());
+        let recorded = extra[i]
+            .as_deref()
+            .and_then(|e| serde_json::from_str(e).ok());
         if role[i].as_deref() == Some("exit") {
             submission = content[i].clone();
             m.insert(

@@ -146,7 +146,10 @@ fn content_text(content: Option<&Value>, field: &str) -> FieldResult<String> {
 /// One message of any version and style.
 pub fn message(m: &Value, path: &str) -> FieldResult<RawMessage> {
     let mut msg = chat_message(m, path)?;
-    msg.extra = m.get("extra").filter(|e| !e.is_null()).map(Value::to_string);
+    msg.extra = m
+        .get("extra")
+        .filter(|e| !e.is_null())
+        .map(Value::to_string);
     Ok(msg)
 }
 
