@@ -260,8 +260,26 @@ pub async fn show(lake: &Lake, which: &Which) -> Result<TrajectoryView, ShowErro
 /// response the agent rejected is left out, as the agent's own file keeps
 /// it only inside the next message), and `info` with the exit status,
 /// submission and model, so `mini-extra inspector` can browse it.
-pub async fn trajectory_file(lake: &Lake, traj_id: &str) -> Result<serde_json::Value, ShowError> {
-    use serde_json::{json, Map, Value};
+#[derive(Debug, Serialize)]
+pub struct TrajectoryFile {
+    info: serde_json::Value,
+    instance_id: Option<String>,
+    messages: Vec<FileMessage>,
+    trajectory_format: &'static str,
+}
+
+/// One message of a [`TrajectoryFile`]; its `extra` is written as the
+/// stored text, never re-parsed, so every digit the agent wrote comes back.
+#[derive(Debug, Serialize)]
+struct FileMessage {
+    #[serde(flatten)]
+    fields: serde_json::Map<String, serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    extra: Option<Box<serde_json::value::RawValue>>,
+}
+
+pub async fn trajectory_file(lake: &Lake, traj_id: &str) -> Result<TrajectoryFile, ShowError> {
+    use serde_json::{json, value::RawValue, Map};
     let ctx = engine::session(lake).await?;
     let this = || col("traj_id").eq(lit(traj_id));
     let traj = rows_of(&ctx, "trajectories", this(), "").await?;
@@ -299,31 +317,27 @@ pub async fn trajectory_file(lake: &Lake, traj_id: &str) -> Result<serde_json::V
         if let Some(id) = &tool_call_id[i] {
             m.insert("tool_call_id".into(), json!(id));
         }
-        let recorded = extra[i]
-            .as_deref()
-            .and_then(|e| serde_json::from_str(e).ok());
-        if role[i].as_deref() == Some("exit") {
+        let recorded = extra[i].clone().and_then(|e| RawValue::from_string(e).ok());
+        let extra = if role[i].as_deref() == Some("exit") {
             submission = content[i].clone();
-            m.insert(
-                "extra".into(),
-                recorded.unwrap_or_else(
-                    || json!({"exit_status": exit_status, "submission": content[i]}),
-                ),
-            );
-        } else if let Some(recorded) = recorded {
-            m.insert("extra".into(), recorded);
-        }
-        messages.push(Value::Object(m));
+            recorded.or_else(|| {
+                let synthesized = json!({"exit_status": exit_status, "submission": content[i]});
+                RawValue::from_string(synthesized.to_string()).ok()
+            })
+        } else {
+            recorded
+        };
+        messages.push(FileMessage { fields: m, extra });
     }
-    Ok(json!({
-        "info": {
+    Ok(TrajectoryFile {
+        info: json!({
             "exit_status": exit_status,
             "submission": submission,
             "config": {"model": {"model_name": model}},
             "turnlake": {"traj_id": traj_id},
-        },
-        "instance_id": instance_id,
-        "messages": messages,
-        "trajectory_format": "mini-swe-agent-1.1",
-    }))
+        }),
+        instance_id,
+        messages,
+        trajectory_format: "mini-swe-agent-1.1",
+    })
 }

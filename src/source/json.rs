@@ -102,3 +102,40 @@ pub fn parse_record(bytes: &[u8]) -> Result<Value, FieldError> {
         FieldError::new("", format!("{what}: {e}"))
     })
 }
+
+/// Valid JSON text with the whitespace outside its strings removed, every
+/// token otherwise as written (numbers keep all their digits).
+pub fn compact_json(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for c in text.chars() {
+        if in_string {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+        } else if !matches!(c, ' ' | '\n' | '\r' | '\t') {
+            in_string = c == '"';
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compacting_drops_only_the_whitespace_between_tokens() {
+        let pretty = "{\n  \"t\": 1775802351.9899065,\n  \"s\": \"a \\\" b\\\\\",\n  \"l\": [ 1, \"x  y\" ]\n}";
+        assert_eq!(
+            compact_json(pretty),
+            r#"{"t":1775802351.9899065,"s":"a \" b\\","l":[1,"x  y"]}"#
+        );
+    }
+}

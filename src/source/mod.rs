@@ -5,7 +5,7 @@
 
 pub mod albedo;
 pub mod derive;
-pub(crate) mod json;
+pub mod json;
 pub mod mini_coder;
 pub mod mswea;
 pub mod rows;

@@ -9,11 +9,12 @@
 //! next user message's `extra`; it comes back here as an assistant message
 //! flagged `recovered`, so every model response is a turn.
 
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::storage::{Entry, Location};
 
-use super::json::{opt_str, parse_record, FieldError, FieldResult};
+use super::json::{compact_json, opt_str, parse_record, FieldError, FieldResult};
 use super::{derive_checked, reject, RawMessage, RawTrajectory, Record, Unit};
 
 pub const SOURCE: &str = "mswea";
@@ -28,6 +29,7 @@ pub fn read_file(file: &Entry, emit: &mut dyn FnMut(Record)) -> std::io::Result<
     let bytes = file.read_blocking()?;
     match parse_record(&bytes)
         .and_then(|v| trajectory(&v, path))
+        .map(|raw| with_recorded_extras(raw, &bytes))
         .and_then(|raw| derive_checked(&raw))
     {
         Ok(rows) => emit(Record::Unit(Unit {
@@ -118,6 +120,40 @@ pub fn trajectory(v: &Value, path: &Location) -> FieldResult<RawTrajectory> {
         messages,
         ..Default::default()
     })
+}
+
+/// Each message's `extra` as the text the agent wrote (whitespace outside
+/// strings dropped), in place of the one re-serialized from a `Value`:
+/// serde_json reads floats such as timestamps lossily, and the extra is
+/// promised back unchanged. A file whose extras cannot be read this way
+/// keeps the re-serialized ones.
+fn with_recorded_extras(mut raw: RawTrajectory, bytes: &[u8]) -> RawTrajectory {
+    #[derive(serde::Deserialize)]
+    struct Message<'a> {
+        #[serde(borrow, default)]
+        extra: Option<&'a RawValue>,
+    }
+    #[derive(serde::Deserialize)]
+    struct File<'a> {
+        #[serde(borrow)]
+        messages: Vec<Message<'a>>,
+    }
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return raw;
+    };
+    let recorded = if text.trim_start().starts_with('[') {
+        serde_json::from_str::<Vec<Message>>(text)
+    } else {
+        serde_json::from_str::<File>(text).map(|f| f.messages)
+    };
+    let Ok(recorded) = recorded else {
+        return raw;
+    };
+    let kept = raw.messages.iter_mut().filter(|m| !m.recovered);
+    for (msg, rec) in kept.zip(&recorded) {
+        msg.extra = rec.extra.map(|e| compact_json(e.get()));
+    }
+    raw
 }
 
 fn is_response_object(m: &Value) -> bool {

@@ -232,8 +232,8 @@ fn check_runs(dir: &Path, lake: &Path) -> usize {
 
         // Back out as a mini-swe-agent file: the messages as recorded.
         let shown = ok(run(lake, &["show", &traj_id, "--format", "traj.json"]));
-        let shown: Value = serde_json::from_slice(&shown.stdout).unwrap();
-        let got: Vec<Value> = shown["messages"]
+        let shown_file: Value = serde_json::from_slice(&shown.stdout).unwrap();
+        let got: Vec<Value> = shown_file["messages"]
             .as_array()
             .unwrap()
             .iter()
@@ -245,20 +245,44 @@ fn check_runs(dir: &Path, lake: &Path) -> usize {
             recorded_messages(messages),
             "{name}: show --format traj.json"
         );
-        assert_eq!(shown["info"]["exit_status"], traj["info"]["exit_status"]);
-        // Each message's recorded `extra` (actions, cost, raw response, ...) too.
-        let extras = |ms: &[Value]| -> Vec<Value> {
-            ms.iter()
-                .map(|m| m.get("extra").cloned().unwrap_or(Value::Null))
-                .collect()
-        };
         assert_eq!(
-            extras(shown["messages"].as_array().unwrap()),
-            extras(messages),
+            shown_file["info"]["exit_status"],
+            traj["info"]["exit_status"]
+        );
+        // Each message's recorded `extra` (actions, cost, raw response, ...)
+        // too, as text: every digit of its timestamps.
+        assert_eq!(
+            extra_texts(&shown.stdout),
+            extra_texts(&std::fs::read(file).unwrap()),
             "{name}: extra"
         );
     }
     files.len()
+}
+
+/// Each message's `extra` in a trajectory file, as its JSON text with the
+/// whitespace between tokens dropped: compared as text, a number that lost
+/// a digit on the way shows.
+fn extra_texts(file: &[u8]) -> Vec<Option<String>> {
+    use serde_json::value::RawValue;
+    #[derive(serde::Deserialize)]
+    struct Message<'a> {
+        #[serde(borrow, default)]
+        extra: Option<&'a RawValue>,
+    }
+    #[derive(serde::Deserialize)]
+    struct File<'a> {
+        #[serde(borrow)]
+        messages: Vec<Message<'a>>,
+    }
+    let file: File = serde_json::from_slice(file).unwrap();
+    file.messages
+        .iter()
+        .map(|m| {
+            m.extra
+                .map(|e| turnlake::source::json::compact_json(e.get()))
+        })
+        .collect()
 }
 
 /// A select config whose run products take the mswea runs, with turn
@@ -427,6 +451,34 @@ fn runs_the_real_agent_writes_now_are_read_whole() {
     let lake = tmp.path().join("lake");
     assert_eq!(check_runs(&runs, &lake), 6);
     export_matches_the_record(&runs, &lake, tmp.path());
+}
+
+/// The real v2 sample (`../shared/samples/mswea`, written by the agent on
+/// SWE-bench): `show --format traj.json` gives back every message's
+/// `extra` as the agent wrote it, its float timestamps to the last digit.
+#[test]
+fn a_real_run_comes_back_with_its_extras_to_the_last_digit() {
+    let Some(samples) = shared_samples("a_real_run_comes_back_with_its_extras_to_the_last_digit")
+    else {
+        return;
+    };
+    let file = samples.join("mswea/astropy-12907.v2.traj.json");
+    let tmp = tempfile::tempdir().unwrap();
+    let lake = tmp.path().join("lake");
+    ok(run(&lake, &["ingest", "mswea", file.to_str().unwrap()]));
+    let traj = scalar(&lake, "SELECT min(traj_id) FROM trajectories");
+    let shown = ok(run(&lake, &["show", &traj, "--format", "traj.json"]));
+    let recorded = std::fs::read(&file).unwrap();
+    let want = extra_texts(&recorded);
+    assert!(want
+        .iter()
+        .flatten()
+        .any(|e| e.contains("1775802351.9899065")));
+    let got = extra_texts(&shown.stdout);
+    assert_eq!(got.len(), want.len());
+    for (i, (got, want)) in got.iter().zip(&want).enumerate() {
+        assert!(got == want, "messages[{i}].extra: {got:?}\n!= {want:?}");
+    }
 }
 
 #[test]
