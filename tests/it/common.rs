@@ -221,3 +221,75 @@ pub fn lake_tables(lake: &Path) -> Vec<String> {
         .into_iter()
         .collect()
 }
+
+/// Rewrite one string column of the lake's stored `messages` through `edit`
+/// (given each row's trajectory id and index), keeping every stored hash:
+/// what a tampered table looks like to the export's integrity check.
+/// Returns how many values `edit` changed.
+pub fn alter_stored_messages(
+    lake: &Path,
+    column: &str,
+    mut edit: impl FnMut(&str, i64, String) -> String,
+) -> usize {
+    use turnlake::columns::{i64s, strings};
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let l = turnlake::lake::Lake::open(lake.to_str().unwrap()).unwrap();
+        let ctx = turnlake::engine::session(&l).await.unwrap();
+        let batches = turnlake::engine::run_sql(&ctx, "SELECT * FROM messages", "read")
+            .await
+            .unwrap();
+        let mut altered = Vec::new();
+        let mut changed = 0;
+        for b in batches {
+            let one = std::slice::from_ref(&b);
+            let (traj, idx) = (strings(one, "traj_id"), i64s(one, "idx"));
+            let values: Vec<Option<String>> = strings(one, column)
+                .into_iter()
+                .enumerate()
+                .map(|(r, v)| {
+                    v.map(|v| {
+                        let new = edit(traj[r].as_deref().unwrap(), idx[r].unwrap(), v.clone());
+                        changed += (new != v) as usize;
+                        new
+                    })
+                })
+                .collect();
+            let i = b.schema().index_of(column).unwrap();
+            let values: arrow::array::ArrayRef =
+                std::sync::Arc::new(arrow::array::StringArray::from(values));
+            let mut cols: Vec<arrow::array::ArrayRef> = b.columns().to_vec();
+            cols[i] = arrow::compute::cast(&values, b.schema().field(i).data_type()).unwrap();
+            altered.push(arrow::record_batch::RecordBatch::try_new(b.schema(), cols).unwrap());
+        }
+        let w = l
+            .begin("test: alter stored messages", serde_json::json!({}))
+            .await
+            .unwrap();
+        l.overwrite("messages", altered, serde_json::json!({"test": "altered"}))
+            .await
+            .unwrap();
+        w.finish().await.unwrap();
+        changed
+    })
+}
+
+/// The rows of a Parquet file as JSON objects by column name, with null
+/// fields left out (as the JSONL exports leave out a field a message lacks).
+pub fn parquet_rows(path: &Path) -> Vec<serde_json::Value> {
+    let file = std::fs::File::open(path).unwrap();
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .unwrap()
+        .build()
+        .unwrap();
+    let mut w = arrow::json::LineDelimitedWriter::new(Vec::new());
+    for batch in reader {
+        w.write(&batch.unwrap()).unwrap();
+    }
+    w.finish().unwrap();
+    String::from_utf8(w.into_inner())
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}

@@ -6,6 +6,7 @@
 //! (`data/fixtures/mswea-2.4`) and a fresh run of the script both pass.
 
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::common::*;
@@ -297,7 +298,7 @@ loop_dup_ratio = 0.55\nloop_max_run = 5\n[runs]\nsources = [\"mswea\"]\n\
 /// and export SFT: each row's messages are the recorded ones, field for field.
 fn export_matches_the_record(dir: &Path, lake: &Path, work: &Path) {
     let mut resolved = Vec::new();
-    let mut by_instance = std::collections::BTreeMap::new();
+    let mut by_instance = BTreeMap::new();
     for file in trajectory_files(dir) {
         let traj: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
         let instance = file
@@ -332,45 +333,183 @@ fn export_matches_the_record(dir: &Path, lake: &Path, work: &Path) {
     std::fs::write(&config, MSWEA_SELECT).unwrap();
     ok(run(lake, &["select", "--config", config.to_str().unwrap()]));
     ok(run(lake, &["mix", "--config", config.to_str().unwrap()]));
-    let out = work.join("sft.jsonl");
-    ok(run(
-        lake,
-        &["export", "sft", "--out", out.to_str().unwrap()],
-    ));
-    let exported: Vec<Value> = std::fs::read_to_string(&out)
+    for format in ["jsonl", "parquet"] {
+        let out = work.join(format!("sft.{format}"));
+        let path = out.to_str().unwrap();
+        ok(run(
+            lake,
+            &["export", "sft", "--format", format, "--out", path],
+        ));
+        let exported = match format {
+            "jsonl" => json_lines(&out),
+            _ => parquet_rows(&out),
+        };
+        let finish = exported
+            .iter()
+            .filter(|r| r["mix"] == "finish_mini")
+            .count();
+        assert_eq!(
+            finish,
+            resolved.len(),
+            "{format}: one finish_mini row per resolved run"
+        );
+        for row in &exported {
+            // `MIX/mswea/INSTANCE/SHA[/T]`
+            let instance = row["row_id"].as_str().unwrap().split('/').nth(2).unwrap();
+            let want = recorded_messages(by_instance[instance]["messages"].as_array().unwrap());
+            let got: Vec<Value> = row["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(recorded_fields)
+                .collect();
+            assert_eq!(
+                got,
+                want[..got.len()],
+                "{format} {instance}: exported messages"
+            );
+            // The row ends at its train turn: a response the model sent.
+            assert_eq!(got.last().unwrap()["role"], "assistant", "{instance}");
+            let tool_run = given_tools(&by_instance[instance]);
+            let tools = match row.get("tools") {
+                Some(Value::String(t)) => Some(serde_json::from_str::<Value>(t).unwrap()),
+                t => t.cloned(),
+            };
+            assert_eq!(tools.is_some(), tool_run, "{format} {instance}: tools");
+            if let Some(tools) = tools {
+                assert_eq!(tools[0]["function"]["name"], "bash");
+            }
+        }
+    }
+    verl_export_matches_the_record(&by_instance, lake, work);
+}
+
+/// Whether the agent ran with tools: its text-based model classes carry
+/// an `action_regex` in the recorded config, its tool-call ones do not.
+fn given_tools(traj: &Value) -> bool {
+    traj["info"]["config"]["model"]
+        .get("action_regex")
+        .is_none()
+}
+
+fn json_lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let finish = exported
-        .iter()
-        .filter(|r| r["mix"] == "finish_mini")
-        .count();
-    assert_eq!(
-        finish,
-        resolved.len(),
-        "one finish_mini row per resolved run"
-    );
-    for row in &exported {
-        // `MIX/mswea/INSTANCE/SHA[/T]`
-        let instance = row["row_id"].as_str().unwrap().split('/').nth(2).unwrap();
-        let traj = &by_instance[instance];
-        let want = recorded_messages(traj["messages"].as_array().unwrap());
-        let got: Vec<Value> = row["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(recorded_fields)
-            .collect();
-        assert_eq!(got, want[..got.len()], "{instance}: exported messages");
-        // The row ends at its train turn: a response the model sent.
-        assert_eq!(got.last().unwrap()["role"], "assistant", "{instance}");
-        let tool_run = want.iter().any(|m| m.get("tool_calls").is_some());
-        assert_eq!(row.get("tools").is_some(), tool_run, "{instance}: tools");
-        if tool_run {
-            assert_eq!(row["tools"][0]["function"]["name"], "bash");
-        }
+        .collect()
+}
+
+/// `export verl --sources mswea` of the runs (beside a small synthetic
+/// Albedo and mini-coder corpus the turn-credit scorer is fitted on): each
+/// turn's prompt in trajectories.jsonl is the recorded messages before it,
+/// its response the recorded one (a rejected response is the turn's own,
+/// never in a later prompt); rl.parquet's prompt is the first turn's and
+/// sft.parquet's messages the conversation as sent through the last turn.
+fn verl_export_matches_the_record(by_instance: &BTreeMap<String, Value>, lake: &Path, work: &Path) {
+    let corpus = work.join("corpus");
+    synth_corpus(&corpus, 5, (6, 12, 30, 0), None);
+    for (kind, dir) in [("albedo", "albedo"), ("mini-coder", "mini-coder")] {
+        ok(run(
+            lake,
+            &["ingest", kind, corpus.join(dir).to_str().unwrap()],
+        ));
     }
+    for step in [
+        &["credit"][..],
+        &["scorer", "features"],
+        &["scorer", "fit"],
+        &["scorer", "eval"],
+        &["scorer", "label"],
+    ] {
+        ok(run(lake, step));
+    }
+    let out = work.join("verl");
+    ok(verl_export(lake, &out));
+    let trajectories = json_lines(&out.join("trajectories.jsonl"));
+    assert_eq!(trajectories.len(), by_instance.len(), "one per run");
+    let mut last_turns = BTreeMap::new();
+    let mut first_prompts = BTreeMap::new();
+    for traj in &trajectories {
+        let id = traj["trajectory_id"].as_str().unwrap();
+        let instance = id.split('/').nth(1).unwrap();
+        let messages = by_instance[instance]["messages"].as_array().unwrap();
+        let want = recorded_messages(messages);
+        let recorded = recorded_turns(messages);
+        let turns = traj["turns"].as_array().unwrap();
+        assert_eq!(turns.len(), recorded.len(), "{id}: one turn per response");
+        for (turn, recorded) in turns.iter().zip(&recorded) {
+            let t = &turn["t"];
+            let prompt: Vec<Value> = turn["prompt"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(recorded_fields)
+                .collect();
+            assert_eq!(prompt, want[..prompt.len()], "{id} turn {t}: prompt");
+            let response = recorded_fields(&turn["response"]);
+            if recorded.format_error {
+                assert_eq!(response["role"], "assistant", "{id} turn {t}");
+                assert!(is_format_error(&messages[prompt.len()]), "{id} turn {t}");
+            } else {
+                assert_eq!(response, want[prompt.len()], "{id} turn {t}: response");
+            }
+        }
+        let tool_run = given_tools(&by_instance[instance]);
+        assert_eq!(traj.get("tools").is_some(), tool_run, "{id}: tools");
+        let first = turns.first().unwrap();
+        first_prompts.insert(id.to_string(), first["prompt"].clone());
+        // The conversation as sent, through the last turn's response unless
+        // the agent rejected it.
+        let last = turns.last().unwrap();
+        let mut sent = last["prompt"].as_array().unwrap().clone();
+        if !recorded.last().unwrap().format_error {
+            sent.push(last["response"].clone());
+        }
+        last_turns.insert(id.to_string(), Value::Array(sent));
+    }
+    let same = |a: &Value, b: &Value| {
+        let fields = |v: &Value| -> Vec<Value> {
+            v.as_array().unwrap().iter().map(recorded_fields).collect()
+        };
+        fields(a) == fields(b)
+    };
+    let rl = parquet_rows(&out.join("rl.parquet"));
+    assert_eq!(rl.len(), trajectories.len());
+    for row in &rl {
+        let id = row["extra_info"]["trajectory_id"].as_str().unwrap();
+        assert!(
+            same(&row["prompt"], &first_prompts[id]),
+            "rl.parquet {id}: prompt"
+        );
+    }
+    let sft = parquet_rows(&out.join("sft.parquet"));
+    assert_eq!(sft.len(), trajectories.len());
+    for row in &sft {
+        let id = row["trajectory_id"].as_str().unwrap();
+        assert!(
+            same(&row["messages"], &last_turns[id]),
+            "sft.parquet {id}: messages"
+        );
+    }
+}
+
+/// `export verl --sources mswea` of `lake` into `out`, taking the scorer's
+/// labels whatever its kappa on the small corpus of the tests.
+fn verl_export(lake: &Path, out: &Path) -> std::process::Output {
+    let out = out.to_str().unwrap();
+    run(
+        lake,
+        &[
+            "export",
+            "verl",
+            "--out",
+            out,
+            "--sources",
+            "mswea",
+            "--min-kappa=-1",
+        ],
+    )
 }
 
 #[test]
@@ -381,59 +520,29 @@ fn the_checked_in_runs_of_every_style_are_read_whole_and_exported_as_recorded() 
     assert_eq!(check_runs(&dir, &lake), 6);
     export_matches_the_record(&dir, &lake, tmp.path());
 
-    // A stored tool call altered (its content untouched): the export refuses it.
-    alter_tool_calls(&lake, "cat README.md", "rm -rf ~");
-    let out = tmp.path().join("altered.jsonl");
-    let o = run(&lake, &["export", "sft", "--out", out.to_str().unwrap()]);
-    assert!(!o.status.success());
-    assert!(
-        stderr(&o).contains("does not match its stored content hash"),
-        "{}",
-        stderr(&o)
-    );
-    assert!(!out.exists(), "nothing is written");
-}
-
-/// Replace `from` with `to` in the stored `tool_calls` of every message,
-/// keeping every stored hash.
-fn alter_tool_calls(lake: &Path, from: &str, to: &str) {
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    rt.block_on(async {
-        let l = turnlake::lake::Lake::open(lake.to_str().unwrap()).unwrap();
-        let ctx = turnlake::engine::session(&l).await.unwrap();
-        let batches = turnlake::engine::run_sql(&ctx, "SELECT * FROM messages", "read")
-            .await
-            .unwrap();
-        let mut altered = Vec::new();
-        let mut changed = 0;
-        for b in batches {
-            let mut cols: Vec<arrow::array::ArrayRef> = b.columns().to_vec();
-            let i = b.schema().index_of("tool_calls").unwrap();
-            let calls: Vec<Option<String>> =
-                turnlake::columns::strings(std::slice::from_ref(&b), "tool_calls")
-                    .into_iter()
-                    .map(|c| {
-                        c.map(|c| {
-                            changed += c.contains(from) as usize;
-                            c.replace(from, to)
-                        })
-                    })
-                    .collect();
-            let calls: arrow::array::ArrayRef =
-                std::sync::Arc::new(arrow::array::StringArray::from(calls));
-            cols[i] = arrow::compute::cast(&calls, b.schema().field(i).data_type()).unwrap();
-            altered.push(arrow::record_batch::RecordBatch::try_new(b.schema(), cols).unwrap());
-        }
-        assert!(changed > 0, "no stored tool call holds {from:?}");
-        let w = l
-            .begin("test: alter a tool call", serde_json::json!({}))
-            .await
-            .unwrap();
-        l.overwrite("messages", altered, serde_json::json!({"test": "altered"}))
-            .await
-            .unwrap();
-        w.finish().await.unwrap();
+    // A stored tool call altered (its content untouched): every export
+    // refuses it and writes nothing.
+    let altered = alter_stored_messages(&lake, "tool_calls", |_, _, calls| {
+        calls.replace("cat README.md", "rm -rf ~")
     });
+    assert!(altered > 0, "no stored tool call runs cat README.md");
+    for format in ["jsonl", "parquet"] {
+        let out = tmp.path().join(format!("altered.{format}"));
+        let path = out.to_str().unwrap();
+        let o = run(&lake, &["export", "sft", "--format", format, "--out", path]);
+        assert!(!o.status.success(), "{format}");
+        assert!(
+            stderr(&o).contains("does not match its stored content hash"),
+            "{format}: {}",
+            stderr(&o)
+        );
+        assert!(!out.exists(), "{format}: nothing is written");
+    }
+    let out = tmp.path().join("altered-verl");
+    let o = verl_export(&lake, &out);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("content hash"), "verl: {}", stderr(&o));
+    assert!(!out.exists(), "verl: nothing is written");
 }
 
 #[test]

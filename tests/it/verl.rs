@@ -198,47 +198,15 @@ fn verl_export_of_the_fixture_follows_the_contract() {
 fn verl_export_refuses_messages_that_fail_their_hash() {
     let tmp = tempfile::tempdir().unwrap();
     let lake = fixture_lake(tmp.path());
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    rt.block_on(async {
-        let l = turnlake::lake::Lake::open(lake.to_str().unwrap()).unwrap();
-        let ctx = turnlake::engine::session(&l).await.unwrap();
-        let batches =
-            turnlake::engine::run_sql(&ctx, "SELECT * FROM messages ORDER BY traj_id, idx", "read")
-                .await
-                .unwrap();
-        // Change one byte of the king's system prompt, keeping its stored hash.
-        let mut altered = Vec::new();
-        for b in batches {
-            let mut cols: Vec<arrow::array::ArrayRef> = b.columns().to_vec();
-            let i = b.schema().index_of("content").unwrap();
-            let traj = turnlake::columns::strings(std::slice::from_ref(&b), "traj_id");
-            let idx = turnlake::columns::i64s(std::slice::from_ref(&b), "idx");
-            let content: Vec<Option<String>> =
-                turnlake::columns::strings(std::slice::from_ref(&b), "content")
-                    .into_iter()
-                    .enumerate()
-                    .map(|(r, c)| {
-                        if traj[r].as_deref() == Some(KING) && idx[r] == Some(0) {
-                            c.map(|c| c.replace("helpful", "harmful"))
-                        } else {
-                            c
-                        }
-                    })
-                    .collect();
-            let content: arrow::array::ArrayRef =
-                std::sync::Arc::new(arrow::array::StringArray::from(content));
-            cols[i] = arrow::compute::cast(&content, b.schema().field(i).data_type()).unwrap();
-            altered.push(arrow::record_batch::RecordBatch::try_new(b.schema(), cols).unwrap());
+    // Change one word of the king's system prompt, keeping its stored hash.
+    let changed = alter_stored_messages(&lake, "content", |traj, idx, content| {
+        if traj == KING && idx == 0 {
+            content.replace("helpful", "harmful")
+        } else {
+            content
         }
-        let w = l
-            .begin("test: alter a stored message", serde_json::json!({}))
-            .await
-            .unwrap();
-        l.overwrite("messages", altered, serde_json::json!({"test": "altered"}))
-            .await
-            .unwrap();
-        w.finish().await.unwrap();
     });
+    assert_eq!(changed, 1);
     let out = tmp.path().join("verl");
     let o = export(&lake, &out, &["--sources", "albedo"]);
     assert!(!o.status.success());
