@@ -96,9 +96,11 @@ pub fn trajectory(v: &Value, path: &Location) -> FieldResult<RawTrajectory> {
         }
         messages.push(msg);
     }
-    let used_tools = messages
-        .iter()
-        .any(|m| m.tool_calls.is_some() || m.tool_call_id.is_some());
+    let used_tools = given_tools(v).unwrap_or_else(|| {
+        messages
+            .iter()
+            .any(|m| m.tool_calls.is_some() || m.tool_call_id.is_some())
+    });
     let stem = path
         .file_name()
         .map(|n| {
@@ -154,6 +156,18 @@ fn with_recorded_extras(mut raw: RawTrajectory, bytes: &[u8]) -> RawTrajectory {
         msg.extra = rec.extra.map(|e| compact_json(e.get()));
     }
     raw
+}
+
+/// Whether a 2.x run was given the bash tool, from its recorded model
+/// config: the text-based model classes carry an `action_regex`, the
+/// tool-call ones do not. `None` for other versions or where no config was
+/// recorded.
+fn given_tools(file: &Value) -> Option<bool> {
+    if file.get("trajectory_format")?.as_str()? != "mini-swe-agent-1.1" {
+        return None;
+    }
+    let model = file.pointer("/info/config/model")?.as_object()?;
+    Some(!model.contains_key("action_regex"))
 }
 
 fn is_response_object(m: &Value) -> bool {
@@ -495,6 +509,24 @@ mod tests {
             super::super::derive::messages_sha(&sent),
             super::super::derive::messages_sha(&t.messages)
         );
+    }
+
+    #[test]
+    fn a_run_is_given_tools_by_its_recorded_model_config() {
+        let run = |model: Value| {
+            json!({"trajectory_format": "mini-swe-agent-1.1",
+                   "info": {"config": {"model": model}}, "messages": [
+                {"role": "user", "content": "task"},
+                {"role": "user", "content": "Tool call error: no tool calls",
+                 "extra": {"interrupt_type": "FormatError",
+                           "response": {"choices": [{"message": {"role": "assistant", "content": "Hm."}}]}}}
+            ]})
+        };
+        // A tool-call run whose one response had no tool call was still given the tool.
+        let toolcall = trajectory(&run(json!({"model_name": "m"})), &path()).unwrap();
+        assert_eq!(toolcall.tools.as_deref(), Some(BASH_TOOL));
+        let text = run(json!({"model_name": "m", "action_regex": "```mswea_bash_command"}));
+        assert_eq!(trajectory(&text, &path()).unwrap().tools, None);
     }
 
     #[test]
