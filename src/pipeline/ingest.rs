@@ -52,6 +52,17 @@ impl InputKind {
     fn verifies(self) -> bool {
         matches!(self, InputKind::Albedo { verify: true })
     }
+
+    /// What the reader of this kind looks for, in words.
+    fn looked_for(self) -> &'static str {
+        match self {
+            InputKind::Albedo { .. } => albedo::LOOKED_FOR,
+            InputKind::MiniCoder => "*.parquet or *.jsonl files (the mini-coder dataset's shards)",
+            InputKind::Mswea => {
+                "*.traj.json or *.traj files (mini-swe-agent trajectories), in any subfolder"
+            }
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -66,6 +77,12 @@ pub enum IngestError {
     Io(#[from] std::io::Error),
     #[error("the reader thread stopped: {0}")]
     Reader(String),
+    #[error("no {kind} input under {paths}: looked for {looked_for}")]
+    NothingFound {
+        kind: &'static str,
+        paths: String,
+        looked_for: &'static str,
+    },
 }
 
 /// What one ingest did.
@@ -463,7 +480,19 @@ pub async fn ingest(
     paths: Vec<Location>,
 ) -> Result<IngestReport, IngestError> {
     // Inputs that cannot be listed or read fail before the lake is touched.
-    let listed = std::sync::Arc::new(list_inputs(kind, &paths).await?);
+    let listed = list_inputs(kind, &paths).await?;
+    if listed.entries().is_empty() {
+        return Err(IngestError::NothingFound {
+            kind: kind.name(),
+            paths: paths
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            looked_for: kind.looked_for(),
+        });
+    }
+    let listed = std::sync::Arc::new(listed);
     let inputs = {
         let listed = listed.clone();
         tokio::task::spawn_blocking(move || input_files(&listed))

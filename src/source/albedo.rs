@@ -26,8 +26,31 @@ const SCORING: &str = "scoring-results.jsonl";
 const VERDICT: &str = "verdict.json";
 /// Generated samples derived together on every core (a line can be 300 KB).
 const SAMPLE_CHUNK: usize = 64;
-/// The files of an eval-run folder.
-pub const ARTIFACTS: [&str; 3] = [VERDICT, GENERATED, SCORING];
+/// The files of an eval-run folder, with the dashboard's artifact kind of each.
+pub const ARTIFACTS: [(&str, &str); 3] = [
+    (VERDICT, "EVAL_VERDICT"),
+    (GENERATED, "GENERATED_SAMPLES"),
+    (SCORING, "SCORING_RESULTS"),
+];
+
+/// The artifact a file holds, by its plain name or the name the dashboard
+/// saves it under (`artifact_<KIND>_<plain name>`), and whether the name
+/// was the plain one.
+pub fn artifact_named(name: &str) -> Option<(&'static str, bool)> {
+    ARTIFACTS.iter().find_map(|(plain, kind)| {
+        if name == *plain {
+            Some((*plain, true))
+        } else {
+            let saved = name.strip_prefix("artifact_")?.strip_prefix(kind)?;
+            (saved.strip_prefix('_')? == *plain).then_some((*plain, false))
+        }
+    })
+}
+
+/// What `run_folders` looks for, in words.
+pub const LOOKED_FOR: &str = "eval-run folders holding verdict.json, generated-samples.jsonl and \
+scoring-results.jsonl (or the dashboard's saved names, artifact_EVAL_VERDICT_verdict.json, ...), \
+at the path or one folder below it";
 
 pub struct AlbedoOptions {
     /// Check each artifact's sha256 against verdict.json.
@@ -79,7 +102,7 @@ pub async fn run_folders(paths: &[Location]) -> StorageResult<Vec<RunFolder>> {
             let Some(name) = f.location.file_name() else {
                 continue;
             };
-            let Some(artifact) = ARTIFACTS.iter().find(|a| **a == name) else {
+            let Some((artifact, plain)) = artifact_named(&name) else {
                 continue;
             };
             let Some(dir) = f.location.parent() else {
@@ -91,13 +114,17 @@ pub async fn run_folders(paths: &[Location]) -> StorageResult<Vec<RunFolder>> {
                 continue;
             }
             direct |= is_self;
-            runs.entry(dir.sort_key())
+            let artifacts = &mut runs
+                .entry(dir.sort_key())
                 .or_insert_with(|| RunFolder {
                     dir: if is_self { p.clone() } else { dir },
                     artifacts: BTreeMap::new(),
                 })
-                .artifacts
-                .insert(artifact, f);
+                .artifacts;
+            // A file under its plain name wins over a saved copy beside it.
+            if plain || !artifacts.contains_key(artifact) {
+                artifacts.insert(artifact, f);
+            }
         }
         if direct {
             // The folder is a run itself: its subfolders are not read.
@@ -670,4 +697,26 @@ fn judged(
         }
     }
     Ok((questions, judgments))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_artifact_is_known_by_its_plain_or_its_saved_name_only() {
+        assert_eq!(artifact_named("verdict.json"), Some((VERDICT, true)));
+        assert_eq!(
+            artifact_named("artifact_SCORING_RESULTS_scoring-results.jsonl"),
+            Some((SCORING, false))
+        );
+        for other in [
+            "artifact_EVAL_VERDICT_generated-samples.jsonl",
+            "artifact_REMOTE_LOGS_remote-logs.txt",
+            "artifact_EVAL_VERDICTverdict.json",
+            "my-verdict.json",
+        ] {
+            assert_eq!(artifact_named(other), None, "{other}");
+        }
+    }
 }

@@ -246,6 +246,71 @@ fn a_hash_mismatch_is_an_error_naming_file_and_hashes() {
     );
 }
 
+/// A run folder as a user saves it from the Albedo dashboard
+/// (`artifact_<KIND>_<name>`) ingests as the plain one does.
+#[test]
+fn the_dashboards_saved_names_ingest_as_the_plain_ones() {
+    let tmp = tempfile::tempdir().unwrap();
+    let saved = tmp.path().join("saved");
+    std::fs::create_dir_all(saved.join(RUN)).unwrap();
+    for (kind, name) in [
+        ("EVAL_VERDICT", "verdict.json"),
+        ("GENERATED_SAMPLES", "generated-samples.jsonl"),
+        ("SCORING_RESULTS", "scoring-results.jsonl"),
+    ] {
+        std::fs::copy(
+            fixtures().join("albedo").join(RUN).join(name),
+            saved.join(RUN).join(format!("artifact_{kind}_{name}")),
+        )
+        .unwrap();
+    }
+    let (plain_lake, saved_lake) = (tmp.path().join("plain"), tmp.path().join("lake"));
+    let plain = fixtures().join("albedo");
+    ok(run(
+        &plain_lake,
+        &["ingest", "albedo", plain.to_str().unwrap()],
+    ));
+    // The run folder itself, as well as the folder above it.
+    for path in [saved.join(RUN), saved.clone()] {
+        let o = ok(run(
+            &saved_lake,
+            &["ingest", "albedo", path.to_str().unwrap()],
+        ));
+        assert_eq!(counts(&o).0, 5, "{}", stdout(&o));
+    }
+    let tables = lake_tables(&plain_lake);
+    assert_eq!(
+        table_contents(&|a| run(&saved_lake, a), &tables),
+        table_contents(&|a| run(&plain_lake, a), &tables)
+    );
+}
+
+/// An ingest that finds nothing it can read fails, saying what it looked
+/// for and where, and leaves the lake untouched.
+#[test]
+fn an_ingest_that_finds_no_input_says_what_it_looked_for() {
+    let tmp = tempfile::tempdir().unwrap();
+    let empty = tmp.path().join("downloads");
+    std::fs::create_dir_all(&empty).unwrap();
+    std::fs::write(empty.join("notes.txt"), "not an artifact").unwrap();
+    let lake = tmp.path().join("lake");
+    for (kind, wanted) in [
+        ("albedo", "artifact_EVAL_VERDICT_verdict.json"),
+        ("mswea", "*.traj.json"),
+        ("mini-coder", "*.parquet"),
+    ] {
+        let o = run(&lake, &["ingest", kind, empty.to_str().unwrap()]);
+        assert!(!o.status.success(), "{kind}");
+        let err = stderr(&o);
+        assert!(
+            err.contains(&format!("no {kind} input under {}", empty.display()))
+                && err.contains(wanted),
+            "{kind}: {err}"
+        );
+    }
+    assert!(!lake.join("_turnlake").exists(), "nothing was committed");
+}
+
 #[test]
 fn bad_records_are_rejected_with_reasons_and_counts_reconcile() {
     let tmp = tempfile::tempdir().unwrap();
