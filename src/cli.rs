@@ -30,6 +30,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Fetch the judge artifacts of the Albedo dashboard's eval runs, resumably, into one folder per run.
+    Harvest(cmd::harvest::HarvestArgs),
     /// Read raw inputs into the lake's tables.
     Ingest {
         #[command(subcommand)]
@@ -226,6 +228,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         cluster: cli.cluster.clone(),
     };
     match cli.command {
+        Command::Harvest(args) => cmd::harvest::run(args).await,
         Command::Ingest { source } => cmd::ingest::run(&lake, source).await,
         Command::Sql(args) => cmd::sql::run(&lake, args).await,
         Command::Tables => cmd::tables::run(&lake).await,

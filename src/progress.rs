@@ -34,3 +34,15 @@ pub fn bytes_bar(total: u64, label: &str) -> ProgressBar {
     );
     bar
 }
+
+/// A bar over bytes to transfer whose total grows as sizes become known,
+/// with a message (files done) beside it.
+pub fn transfer_bar(label: &str) -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(Some(0), target());
+    bar.set_style(
+        ProgressStyle::with_template(&format!("{{spinner}} {label} {{msg}} [{{bar:30}}] {{bytes}}/{{total_bytes}} {{bytes_per_sec}} eta {{eta}}"))
+            .expect("progress template")
+            .progress_chars("=> "),
+    );
+    bar
+}

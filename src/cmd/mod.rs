@@ -5,6 +5,7 @@ pub mod cluster;
 pub mod credit;
 pub mod demo;
 pub mod export;
+pub mod harvest;
 pub mod ingest;
 pub mod maintain;
 pub mod mix;

@@ -3,6 +3,7 @@
 
 pub mod buckets;
 pub mod credit;
+pub mod harvest;
 pub mod ingest;
 pub mod mix;
 pub mod outcomes;

@@ -4,6 +4,7 @@
 //! ingest writer through a callback. Readers know nothing of the lake.
 
 pub mod albedo;
+pub mod dashboard;
 pub mod derive;
 pub mod json;
 pub mod mini_coder;

@@ -9,6 +9,7 @@ mod cluster;
 mod common;
 mod credit;
 mod demo;
+mod harvest;
 mod ingest;
 mod lake;
 mod mswea;

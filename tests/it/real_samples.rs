@@ -143,3 +143,46 @@ fn mswea_samples_yield_one_trajectory_each_with_their_turns() {
         "0"
     );
 }
+
+/// The dashboard's own index (`albedo-dashboard/dashboard.json`): all 200
+/// eval runs read, with every artifact URL and model, and nothing fetched
+/// (its URLs are public ones; a dry run never connects).
+#[test]
+fn the_real_dashboard_lists_its_200_runs_with_their_urls_and_models() {
+    let Some(samples) =
+        shared_samples("the_real_dashboard_lists_its_200_runs_with_their_urls_and_models")
+    else {
+        return;
+    };
+    let dashboard = samples.join("albedo-dashboard/dashboard.json");
+    let o = ok(bin()
+        .args(["harvest", dashboard.to_str().unwrap(), "--dry-run"])
+        .args(["--with", "progress,logs,transcript,judge"])
+        .output()
+        .unwrap());
+    let text = stdout(&o);
+    let d: serde_json::Value = serde_json::from_slice(&std::fs::read(&dashboard).unwrap()).unwrap();
+    let runs = d["eval_runs"].as_array().unwrap();
+    let urls: usize = runs
+        .iter()
+        .map(|r| r["artifacts"].as_object().unwrap().len())
+        .sum();
+    let models: std::collections::BTreeSet<&str> = runs
+        .iter()
+        .flat_map(|r| [&r["model_uri"], &r["king"]["model_uri"]])
+        .filter_map(|m| m.as_str())
+        .collect();
+    assert_eq!(runs.len(), 200);
+    assert!(
+        text.contains(&format!(
+            "plan: 200 runs, {urls} files to fetch, {} models (nothing fetched)",
+            models.len()
+        )),
+        "{text}"
+    );
+    for r in runs {
+        assert!(text.contains(r["eval_run_id"].as_str().unwrap()));
+        assert!(text.contains(r["model_uri"].as_str().unwrap()));
+    }
+    assert!(stderr(&o).is_empty(), "no entry refused: {}", stderr(&o));
+}

@@ -1,0 +1,468 @@
+//! `turnlake harvest` against a loopback HTTP server the test starts: a
+//! synthetic corpus served at dashboard-shaped URLs, with a dashboard.json
+//! in the real shape pointing at it. Harvest then ingest equals ingesting
+//! the corpus directly; transient faults are retried and resumed, lasting
+//! ones fail their run by name; a killed harvest's rerun completes without
+//! fetching anything twice. Nothing leaves loopback.
+
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::common::*;
+
+/// What the server does to the next request for a path.
+#[derive(Clone, Debug)]
+enum Fault {
+    /// Answer 500 once, then serve.
+    FailOnce,
+    /// Send the headers and this many body bytes, then close, once.
+    CutOnceAfter(usize),
+    /// Accept and never answer.
+    Hang,
+    /// Answer 302 to this URL.
+    RedirectTo(String),
+}
+
+/// One response body the server sent: path, first byte, bytes written.
+#[derive(Clone, Debug)]
+struct Served {
+    path: String,
+    from: u64,
+    bytes: u64,
+}
+
+#[derive(Default)]
+struct State {
+    files: Mutex<HashMap<String, Vec<u8>>>,
+    faults: Mutex<HashMap<String, Fault>>,
+    served: Mutex<Vec<Served>>,
+    /// A pause after each 16 KiB written, to make a download slow.
+    pause: Mutex<Option<Duration>>,
+}
+
+/// A loopback HTTP/1.1 server: files by URL path, `Range: bytes=N-`, one
+/// request per connection, every body logged.
+struct Server {
+    addr: SocketAddr,
+    state: Arc<State>,
+}
+
+const CHUNK: usize = 16 * 1024;
+
+impl Server {
+    fn start() -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let state = Arc::new(State::default());
+        let shared = state.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let state = shared.clone();
+                std::thread::spawn(move || {
+                    let _ = answer(stream, &state);
+                });
+            }
+        });
+        Server { addr, state }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    fn serve(&self, path: &str, bytes: Vec<u8>) {
+        self.state
+            .files
+            .lock()
+            .unwrap()
+            .insert(path.to_string(), bytes);
+    }
+
+    fn fault(&self, path: &str, fault: Fault) {
+        self.state
+            .faults
+            .lock()
+            .unwrap()
+            .insert(path.to_string(), fault);
+    }
+
+    fn served(&self) -> Vec<Served> {
+        self.state.served.lock().unwrap().clone()
+    }
+}
+
+fn answer(mut stream: TcpStream, state: &State) -> std::io::Result<()> {
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut line = String::new();
+    reader.read_line(&mut line)?;
+    let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
+    let mut from = 0u64;
+    loop {
+        let mut h = String::new();
+        if reader.read_line(&mut h)? == 0 || h.trim().is_empty() {
+            break;
+        }
+        let lower = h.to_ascii_lowercase();
+        if let Some(r) = lower.strip_prefix("range: bytes=") {
+            from = r.trim().trim_end_matches('-').parse().unwrap_or(0);
+        }
+    }
+    let fault = {
+        let mut faults = state.faults.lock().unwrap();
+        match faults.get(&path) {
+            Some(Fault::Hang) | Some(Fault::RedirectTo(_)) => faults.get(&path).cloned(),
+            Some(_) => faults.remove(&path),
+            None => None,
+        }
+    };
+    let head = |status: &str, extra: &str, len: usize| {
+        format!("HTTP/1.1 {status}\r\nContent-Length: {len}\r\nConnection: close\r\n{extra}\r\n")
+    };
+    match fault {
+        Some(Fault::Hang) => {
+            std::thread::sleep(Duration::from_secs(60));
+            return Ok(());
+        }
+        Some(Fault::FailOnce) => {
+            return stream.write_all(head("500 Internal Server Error", "", 0).as_bytes())
+        }
+        Some(Fault::RedirectTo(to)) => {
+            let extra = format!("Location: {to}\r\n");
+            return stream.write_all(head("302 Found", &extra, 0).as_bytes());
+        }
+        _ => {}
+    }
+    let Some(body) = state.files.lock().unwrap().get(&path).cloned() else {
+        return stream.write_all(head("404 Not Found", "", 0).as_bytes());
+    };
+    let len = body.len() as u64;
+    let head = if from == 0 {
+        head("200 OK", "", body.len())
+    } else if from >= len {
+        return stream.write_all(head("416 Range Not Satisfiable", "", 0).as_bytes());
+    } else {
+        let range = format!("Content-Range: bytes {from}-{}/{len}\r\n", len - 1);
+        head("206 Partial Content", &range, (len - from) as usize)
+    };
+    stream.write_all(head.as_bytes())?;
+    let rest = &body[from as usize..];
+    let rest = match fault {
+        Some(Fault::CutOnceAfter(n)) => &rest[..n.min(rest.len())],
+        _ => rest,
+    };
+    let pause = *state.pause.lock().unwrap();
+    let mut sent = 0u64;
+    for chunk in rest.chunks(CHUNK) {
+        if stream.write_all(chunk).is_err() {
+            break;
+        }
+        sent += chunk.len() as u64;
+        if let Some(p) = pause {
+            std::thread::sleep(p);
+        }
+    }
+    state.served.lock().unwrap().push(Served {
+        path,
+        from,
+        bytes: sent,
+    });
+    let _ = stream.shutdown(std::net::Shutdown::Both);
+    Ok(())
+}
+
+const NAMES: [(&str, &str); 3] = [
+    ("EVAL_VERDICT", "verdict.json"),
+    ("GENERATED_SAMPLES", "generated-samples.jsonl"),
+    ("SCORING_RESULTS", "scoring-results.jsonl"),
+];
+
+/// A synthetic corpus served at dashboard-shaped URLs, and its dashboard.
+struct Corpus {
+    corpus: PathBuf,
+    runs: Vec<String>,
+    dashboard: PathBuf,
+    bytes: u64,
+}
+
+fn url_path(i: usize, run: &str, name: &str) -> String {
+    format!("/albedo-eval-service/submissions/sub-{i}/eval/{run}/{name}")
+}
+
+/// Write a corpus under `dir`, serve its Albedo runs from `server`, and
+/// write a dashboard.json in the real shape naming them.
+fn serve_corpus(server: &Server, dir: &Path) -> Corpus {
+    let corpus = dir.join("corpus");
+    synth_corpus(&corpus, 11, (5, 8, 0, 0), None);
+    let mut runs: Vec<String> = std::fs::read_dir(corpus.join("albedo"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    runs.sort();
+    let mut entries = Vec::new();
+    let mut bytes = 0;
+    for (i, run) in runs.iter().enumerate() {
+        let mut artifacts = serde_json::Map::new();
+        for (kind, name) in NAMES {
+            let body = std::fs::read(corpus.join("albedo").join(run).join(name)).unwrap();
+            bytes += body.len() as u64;
+            server.serve(&url_path(i, run, name), body);
+            artifacts.insert(kind.into(), json!(server.url(&url_path(i, run, name))));
+        }
+        entries.push(json!({
+            "eval_run_id": run, "challenger_won": false, "coronated": false, "king_version": null,
+            "score_challenger": 0.5, "score_king": 0.55, "win_margin": -0.05,
+            "finished_at": format!("2026-08-0{}T10:00:00+00:00", i + 1),
+            "model_uri": format!("miner-{i}/albedo-qwen3.6@{i:040}"), "hotkey": format!("5Hot{i}"), "uid": i,
+            "king": {"king_version": 100 + i, "model_uri": "king/albedo-qwen3.6@sha256:78e9", "uid": 90, "hotkey": "5King"},
+            "artifacts": artifacts,
+        }));
+    }
+    let dashboard = dir.join("dashboard.json");
+    std::fs::write(
+        &dashboard,
+        serde_json::to_vec_pretty(
+            &json!({"updated_at": "2026-08-07T14:36:35+00:00", "eval_runs": entries}),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    Corpus {
+        corpus,
+        runs,
+        dashboard,
+        bytes,
+    }
+}
+
+fn harvest(dashboard: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    bin()
+        .arg("harvest")
+        .arg(dashboard)
+        .arg("--out")
+        .arg(out)
+        .args(extra)
+        .output()
+        .expect("run turnlake harvest")
+}
+
+/// The eval runs a lake holds.
+fn eval_runs(lake: &Path) -> Vec<String> {
+    let mut runs: Vec<String> = sql(lake, "SELECT eval_run_id FROM evals")
+        .into_iter()
+        .map(|r| r[0].clone())
+        .collect();
+    runs.sort();
+    runs
+}
+
+#[test]
+fn harvest_then_ingest_equals_ingesting_the_corpus_and_faults_fail_only_their_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = Server::start();
+    let c = serve_corpus(&server, tmp.path());
+    let id = |i: usize| c.runs[i].as_str();
+    let path = |i: usize, name: &str| url_path(i, id(i), name);
+
+    // Transient: a 500 once, a connection cut mid-file. Lasting: a 404, a
+    // file that does not match its verdict, a server that never answers.
+    server.fault(&path(0, "verdict.json"), Fault::FailOnce);
+    let generated_1 = path(1, "generated-samples.jsonl");
+    let cut_at = 100_000;
+    server.fault(&generated_1, Fault::CutOnceAfter(cut_at));
+    let scoring_2 = path(2, "scoring-results.jsonl");
+    let scoring_2_body = server
+        .state
+        .files
+        .lock()
+        .unwrap()
+        .remove(&scoring_2)
+        .unwrap();
+    let generated_3 = path(3, "generated-samples.jsonl");
+    let good_3 = server.state.files.lock().unwrap()[&generated_3].clone();
+    let mut bad_3 = good_3.clone();
+    bad_3[10] ^= 1;
+    server.serve(&generated_3, bad_3);
+    let verdict_4 = path(4, "verdict.json");
+    server.fault(&verdict_4, Fault::Hang);
+
+    let out = tmp.path().join("runs");
+    let args = ["--timeout", "2s", "--retries", "1"];
+    let o = harvest(&c.dashboard, &out, &args);
+    assert!(!o.status.success(), "three runs failed");
+    let text = stdout(&o);
+    assert!(
+        text.contains("5 runs: 2 complete, 0 already there, 3 failed"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("{}: HTTP 404", server.url(&scoring_2))),
+        "{text}"
+    );
+    assert!(text.contains("sha256 mismatch"), "{text}");
+    assert!(
+        text.contains(&format!("{}: no answer within 2s", server.url(&verdict_4))),
+        "{text}"
+    );
+    // The cut file was resumed where it stopped, not fetched again.
+    let resumed: Vec<Served> = server
+        .served()
+        .into_iter()
+        .filter(|s| s.path == generated_1)
+        .collect();
+    assert_eq!(resumed.len(), 2, "{resumed:?}");
+    assert_eq!((resumed[0].from, resumed[0].bytes), (0, cut_at as u64));
+    assert_eq!(resumed[1].from, cut_at as u64);
+    // The mismatched file is kept aside, and its run is not there to ingest.
+    let aside = out
+        .join(".harvest/mismatched")
+        .join(id(3))
+        .join("generated-samples.jsonl");
+    assert!(aside.exists(), "kept aside at {}", aside.display());
+    assert!(!out.join(id(3)).exists());
+    let lake = tmp.path().join("lake");
+    ok(run_ingest(&lake, &out));
+    assert_eq!(eval_runs(&lake), vec![id(0).to_string(), id(1).to_string()]);
+
+    // The server mended, the rerun finishes the job without fetching a
+    // complete file again.
+    server.serve(&scoring_2, scoring_2_body);
+    server.serve(&generated_3, good_3);
+    server.state.faults.lock().unwrap().clear();
+    let before = server.served().len();
+    let o = ok(harvest(&c.dashboard, &out, &args));
+    assert!(
+        stdout(&o).contains("5 runs: 3 complete, 2 already there, 0 failed"),
+        "{}",
+        stdout(&o)
+    );
+    let again: Vec<String> = server.served()[before..]
+        .iter()
+        .map(|s| s.path.clone())
+        .collect();
+    assert!(
+        again
+            .iter()
+            .all(|p| [2, 3, 4].iter().any(|i| p.contains(id(*i)))),
+        "only the failed runs are fetched: {again:?}"
+    );
+    let entry: Value = serde_json::from_slice(
+        &std::fs::read(out.join(id(0)).join("dashboard-entry.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(entry["eval_run_id"], id(0));
+
+    // Harvest then ingest equals ingesting the corpus directly.
+    let (harvested, direct) = (tmp.path().join("harvested"), tmp.path().join("direct"));
+    ok(run_ingest(&harvested, &out));
+    ok(run_ingest(&direct, &c.corpus.join("albedo")));
+    let tables = lake_tables(&direct);
+    assert_eq!(
+        table_contents(&|a| run(&harvested, a), &tables),
+        table_contents(&|a| run(&direct, a), &tables)
+    );
+}
+
+fn run_ingest(lake: &Path, dir: &Path) -> std::process::Output {
+    run(lake, &["ingest", "albedo", dir.to_str().unwrap()])
+}
+
+/// Someone else's dashboard: a run id that is not one path component, a
+/// URL that is not http(s), a redirect to another host: each refused by
+/// name, nothing written outside `--out`.
+#[test]
+fn an_untrusted_dashboard_cannot_write_outside_out_or_fetch_elsewhere() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = Server::start();
+    let c = serve_corpus(&server, tmp.path());
+    let mut d: Value = serde_json::from_slice(&std::fs::read(&c.dashboard).unwrap()).unwrap();
+    let runs = d["eval_runs"].as_array_mut().unwrap();
+    runs[0]["eval_run_id"] = json!("../escaped");
+    runs[1]["artifacts"]["EVAL_VERDICT"] = json!("file:///etc/passwd");
+    let verdict_2 = url_path(2, &c.runs[2], "verdict.json");
+    let elsewhere = format!("http://localhost:{}{verdict_2}", server.addr.port());
+    server.fault(&verdict_2, Fault::RedirectTo(elsewhere.clone()));
+    std::fs::write(&c.dashboard, serde_json::to_vec(&d).unwrap()).unwrap();
+
+    let out = tmp.path().join("nested/out");
+    let o = harvest(&c.dashboard, &out, &["--retries", "0"]);
+    assert!(!o.status.success());
+    let (text, err) = (stdout(&o), stderr(&o));
+    assert!(
+        err.contains("eval_runs[0].eval_run_id: \"../escaped\" is not one path component"),
+        "{err}"
+    );
+    assert!(text.contains("only http(s) URLs are fetched"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "a redirect to another host ({elsewhere}) is not followed"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("4 runs: 2 complete, 0 already there, 2 failed"),
+        "{text}"
+    );
+    assert!(!tmp.path().join("nested/escaped").exists());
+    assert!(server.served().iter().all(|s| !s.path.contains("escaped")));
+}
+
+/// A harvest killed mid-download: the rerun completes, and the server sent
+/// no more than the corpus plus one write buffer per interrupted file.
+#[test]
+fn a_killed_harvest_is_finished_by_its_rerun_without_fetching_twice() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = Server::start();
+    let c = serve_corpus(&server, tmp.path());
+    *server.state.pause.lock().unwrap() = Some(Duration::from_millis(15));
+    let out = tmp.path().join("runs");
+    let mut child = bin()
+        .arg("harvest")
+        .arg(&c.dashboard)
+        .arg("--out")
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kill it once about a third of the corpus has been sent.
+    let sent = |s: &Server| s.served().iter().map(|x| x.bytes).sum::<u64>();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while sent(&server) < c.bytes / 3 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let interrupted = walkdir::WalkDir::new(out.join(".harvest"))
+        .into_iter()
+        .flatten()
+        .filter(|e| e.path().to_string_lossy().ends_with(".part"))
+        .count() as u64;
+    assert!(interrupted > 0, "the kill landed mid-download");
+
+    *server.state.pause.lock().unwrap() = None;
+    let o = ok(harvest(&c.dashboard, &out, &[]));
+    assert!(stdout(&o).contains("5 runs: 5 complete"), "{}", stdout(&o));
+    let total = sent(&server);
+    // A write buffer of the killed process, and the chunk in flight.
+    let slack = interrupted * (256 * 1024 + 16 * 1024);
+    assert!(
+        total <= c.bytes + slack,
+        "sent {total} bytes for a corpus of {} ({interrupted} files interrupted)",
+        c.bytes
+    );
+    for run in &c.runs {
+        for (_, name) in NAMES {
+            assert_eq!(
+                std::fs::read(out.join(run).join(name)).unwrap(),
+                std::fs::read(c.corpus.join("albedo").join(run).join(name)).unwrap(),
+                "{run}/{name}"
+            );
+        }
+    }
+}
