@@ -6,187 +6,24 @@
 //! fetching anything twice. Nothing leaves loopback.
 
 use serde_json::{json, Value};
-use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::common::*;
+use crate::loopback_http::{Fault, Served, Server};
 
-/// What the server does to the next request for a path.
-#[derive(Clone, Debug)]
-enum Fault {
-    /// Answer 500 once, then serve.
-    FailOnce,
-    /// Send the headers and this many body bytes, then close, once.
-    CutOnceAfter(usize),
-    /// Accept and never answer.
-    Hang,
-    /// Answer 302 to this URL.
-    RedirectTo(String),
-}
-
-/// One response body the server sent: path, first byte, bytes written.
-#[derive(Clone, Debug)]
-struct Served {
-    path: String,
-    from: u64,
-    bytes: u64,
-}
-
-#[derive(Default)]
-struct State {
-    files: Mutex<HashMap<String, Vec<u8>>>,
-    faults: Mutex<HashMap<String, Fault>>,
-    served: Mutex<Vec<Served>>,
-    /// A pause after each 16 KiB written, to make a download slow.
-    pause: Mutex<Option<Duration>>,
-}
-
-/// A loopback HTTP/1.1 server: files by URL path, `Range: bytes=N-`, one
-/// request per connection, every body logged.
-struct Server {
-    addr: SocketAddr,
-    state: Arc<State>,
-}
-
-const CHUNK: usize = 16 * 1024;
-
-impl Server {
-    fn start() -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        let state = Arc::new(State::default());
-        let shared = state.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let state = shared.clone();
-                std::thread::spawn(move || {
-                    let _ = answer(stream, &state);
-                });
-            }
-        });
-        Server { addr, state }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
-    }
-
-    fn serve(&self, path: &str, bytes: Vec<u8>) {
-        self.state
-            .files
-            .lock()
-            .unwrap()
-            .insert(path.to_string(), bytes);
-    }
-
-    fn fault(&self, path: &str, fault: Fault) {
-        self.state
-            .faults
-            .lock()
-            .unwrap()
-            .insert(path.to_string(), fault);
-    }
-
-    fn served(&self) -> Vec<Served> {
-        self.state.served.lock().unwrap().clone()
-    }
-}
-
-fn answer(mut stream: TcpStream, state: &State) -> std::io::Result<()> {
-    let mut reader = BufReader::new(stream.try_clone()?);
-    let mut line = String::new();
-    reader.read_line(&mut line)?;
-    let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
-    let mut from = 0u64;
-    loop {
-        let mut h = String::new();
-        if reader.read_line(&mut h)? == 0 || h.trim().is_empty() {
-            break;
-        }
-        let lower = h.to_ascii_lowercase();
-        if let Some(r) = lower.strip_prefix("range: bytes=") {
-            from = r.trim().trim_end_matches('-').parse().unwrap_or(0);
-        }
-    }
-    let fault = {
-        let mut faults = state.faults.lock().unwrap();
-        match faults.get(&path) {
-            Some(Fault::Hang) | Some(Fault::RedirectTo(_)) => faults.get(&path).cloned(),
-            Some(_) => faults.remove(&path),
-            None => None,
-        }
-    };
-    let head = |status: &str, extra: &str, len: usize| {
-        format!("HTTP/1.1 {status}\r\nContent-Length: {len}\r\nConnection: close\r\n{extra}\r\n")
-    };
-    match fault {
-        Some(Fault::Hang) => {
-            std::thread::sleep(Duration::from_secs(60));
-            return Ok(());
-        }
-        Some(Fault::FailOnce) => {
-            return stream.write_all(head("500 Internal Server Error", "", 0).as_bytes())
-        }
-        Some(Fault::RedirectTo(to)) => {
-            let extra = format!("Location: {to}\r\n");
-            return stream.write_all(head("302 Found", &extra, 0).as_bytes());
-        }
-        _ => {}
-    }
-    let Some(body) = state.files.lock().unwrap().get(&path).cloned() else {
-        return stream.write_all(head("404 Not Found", "", 0).as_bytes());
-    };
-    let len = body.len() as u64;
-    let head = if from == 0 {
-        head("200 OK", "", body.len())
-    } else if from >= len {
-        return stream.write_all(head("416 Range Not Satisfiable", "", 0).as_bytes());
-    } else {
-        let range = format!("Content-Range: bytes {from}-{}/{len}\r\n", len - 1);
-        head("206 Partial Content", &range, (len - from) as usize)
-    };
-    stream.write_all(head.as_bytes())?;
-    let rest = &body[from as usize..];
-    let rest = match fault {
-        Some(Fault::CutOnceAfter(n)) => &rest[..n.min(rest.len())],
-        _ => rest,
-    };
-    let pause = *state.pause.lock().unwrap();
-    let mut sent = 0u64;
-    for chunk in rest.chunks(CHUNK) {
-        if stream.write_all(chunk).is_err() {
-            break;
-        }
-        sent += chunk.len() as u64;
-        if let Some(p) = pause {
-            std::thread::sleep(p);
-        }
-    }
-    state.served.lock().unwrap().push(Served {
-        path,
-        from,
-        bytes: sent,
-    });
-    let _ = stream.shutdown(std::net::Shutdown::Both);
-    Ok(())
-}
-
-const NAMES: [(&str, &str); 3] = [
+pub const NAMES: [(&str, &str); 3] = [
     ("EVAL_VERDICT", "verdict.json"),
     ("GENERATED_SAMPLES", "generated-samples.jsonl"),
     ("SCORING_RESULTS", "scoring-results.jsonl"),
 ];
 
 /// A synthetic corpus served at dashboard-shaped URLs, and its dashboard.
-struct Corpus {
-    corpus: PathBuf,
-    runs: Vec<String>,
-    dashboard: PathBuf,
-    bytes: u64,
+pub struct Corpus {
+    pub corpus: PathBuf,
+    pub runs: Vec<String>,
+    pub dashboard: PathBuf,
+    pub bytes: u64,
 }
 
 fn url_path(i: usize, run: &str, name: &str) -> String {
@@ -195,7 +32,7 @@ fn url_path(i: usize, run: &str, name: &str) -> String {
 
 /// Write a corpus under `dir`, serve its Albedo runs from `server`, and
 /// write a dashboard.json in the real shape naming them.
-fn serve_corpus(server: &Server, dir: &Path) -> Corpus {
+pub fn serve_corpus(server: &Server, dir: &Path) -> Corpus {
     let corpus = dir.join("corpus");
     synth_corpus(&corpus, 11, (5, 8, 0, 0), None);
     let mut runs: Vec<String> = std::fs::read_dir(corpus.join("albedo"))
@@ -239,7 +76,7 @@ fn serve_corpus(server: &Server, dir: &Path) -> Corpus {
     }
 }
 
-fn harvest(dashboard: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+pub fn harvest(dashboard: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
     bin()
         .arg("harvest")
         .arg(dashboard)
@@ -450,7 +287,8 @@ fn a_killed_harvest_is_finished_by_its_rerun_without_fetching_twice() {
     assert!(stdout(&o).contains("5 runs: 5 complete"), "{}", stdout(&o));
     let total = sent(&server);
     // A write buffer of the killed process, and the chunk in flight.
-    let slack = interrupted * (256 * 1024 + 16 * 1024);
+    let slack = interrupted
+        * (turnlake::pipeline::harvest::WRITE_BUFFER + crate::loopback_http::CHUNK) as u64;
     assert!(
         total <= c.bytes + slack,
         "sent {total} bytes for a corpus of {} ({interrupted} files interrupted)",

@@ -12,6 +12,7 @@ mod demo;
 mod harvest;
 mod ingest;
 mod lake;
+mod loopback_http;
 mod mswea;
 mod real_samples;
 mod s3;

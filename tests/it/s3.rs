@@ -645,3 +645,59 @@ fn a_lock_another_machine_stopped_renewing_is_taken_over_after_its_lease_and_a_l
     let r = run(&rlake, &["sql", digest, "--format", "csv"]);
     assert_eq!(stdout(&o), stdout(&r));
 }
+
+/// `harvest --out s3://`: each run is staged locally and published whole
+/// into the bucket, a rerun finds every run already there, and ingest reads
+/// the runs from the bucket.
+#[test]
+fn a_harvest_into_s3_publishes_whole_runs_that_ingest_reads() {
+    let server = S3Server::start();
+    let http = crate::loopback_http::Server::start();
+    let tmp = tempfile::tempdir().unwrap();
+    let c = crate::harvest::serve_corpus(&http, tmp.path());
+    let harvest = || {
+        server
+            .turnlake()
+            .arg("harvest")
+            .arg(&c.dashboard)
+            .args(["--out", &s3_url("albedo")])
+            .output()
+            .unwrap()
+    };
+    let o = ok(harvest());
+    assert!(stdout(&o).contains("5 runs: 5 complete"), "{}", stdout(&o));
+    for run in &c.runs {
+        for (_, name) in crate::harvest::NAMES {
+            assert_eq!(
+                std::fs::read(server.bucket_dir().join("albedo").join(run).join(name)).unwrap(),
+                std::fs::read(c.corpus.join("albedo").join(run).join(name)).unwrap(),
+                "{run}/{name}"
+            );
+        }
+    }
+    let sent = http.served().len();
+    let o = ok(harvest());
+    assert!(
+        stdout(&o).contains("5 runs: 0 complete, 5 already there"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(http.served().len(), sent, "nothing fetched again");
+    let lake = tmp.path().join("lake");
+    let o = ok(server
+        .turnlake()
+        .args([
+            "--lake",
+            lake.to_str().unwrap(),
+            "ingest",
+            "albedo",
+            &s3_url("albedo"),
+        ])
+        .output()
+        .unwrap());
+    assert_eq!(counts(&o).3, 0, "{}", stdout(&o));
+    assert_eq!(
+        scalar(&lake, "SELECT count(*) FROM evals WHERE hashes_verified"),
+        "5"
+    );
+}
