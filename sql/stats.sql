@@ -72,6 +72,16 @@ SELECT (SELECT count(*) FROM (SELECT DISTINCT eval_run_id, sample_id FROM trajec
        (SELECT avg(CASE WHEN u.is_submit THEN 1.0 ELSE 0.0 END) FROM turns u
         WHERE u.source = 'mini_coder' AND u.is_last) AS mini_coder_submit_share;
 
+-- Who played: the judged Albedo sides by the model that played them (the
+-- dashboard's model_uri; not named where no dashboard entry was ingested).
+CREATE VIEW stats_by_model AS
+SELECT coalesce(model, '(not named)') AS model,
+       count(*) AS sides,
+       count(DISTINCT eval_run_id) AS runs,
+       count(*) FILTER (WHERE side = 'previous_king') AS king_sides,
+       avg(score) AS mean_score
+FROM trajectories WHERE source = 'albedo' AND judged GROUP BY 1;
+
 -- What `other` holds, by the program that decided it, per source: where the
 -- command-kind taxonomy could grow.
 CREATE VIEW stats_other_heads AS

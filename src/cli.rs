@@ -103,6 +103,10 @@ pub enum IngestSource {
         /// Ingest even when an artifact's sha256 differs from verdict.json.
         #[arg(long)]
         no_verify: bool,
+        /// The dashboard's dashboard.json (local or s3://): who played each
+        /// run, for runs without their own dashboard-entry.json.
+        #[arg(long)]
+        dashboard: Option<String>,
         #[arg(required = true)]
         paths: Vec<String>,
     },

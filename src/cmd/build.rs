@@ -238,7 +238,7 @@ pub async fn run(lake_arg: &LakeArg, args: BuildArgs) -> anyhow::Result<ExitCode
         }
         let started = Instant::now();
         let paths = paths.iter().map(|p| at(p)).collect::<Result<Vec<_>, _>>()?;
-        let r = ingest(&lake, kind, paths)
+        let r = ingest(&lake, kind, paths, Default::default())
             .await
             .with_context(|| format!("{label} failed"))?;
         let note = format!(

@@ -107,7 +107,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         ("mswea", InputKind::Mswea, synth::mswea_dir(&corpus)),
     ] {
         println!("\n== ingest {label}");
-        let report = ingest(&lake, kind, vec![path.into()]).await?;
+        let report = ingest(&lake, kind, vec![path.into()], Default::default()).await?;
         super::ingest::print_report(&report);
     }
 

@@ -13,8 +13,16 @@ pub async fn run(lake: &LakeArg, source: IngestSource) -> anyhow::Result<ExitCod
     if let IngestSource::SwebenchResults { under, paths } = source {
         return swebench_results(&lake, under, paths).await;
     }
+    let mut players = crate::source::albedo::Players::default();
     let (kind, paths) = match source {
-        IngestSource::Albedo { no_verify, paths } => {
+        IngestSource::Albedo {
+            no_verify,
+            dashboard,
+            paths,
+        } => {
+            if let Some(d) = dashboard {
+                players = read_players(&d).await?;
+            }
             (InputKind::Albedo { verify: !no_verify }, paths)
         }
         IngestSource::MiniCoder { paths } => (InputKind::MiniCoder, paths),
@@ -25,13 +33,31 @@ pub async fn run(lake: &LakeArg, source: IngestSource) -> anyhow::Result<ExitCod
         .iter()
         .map(|p| Location::parse(p))
         .collect::<Result<Vec<_>, _>>()?;
-    let report = ingest(&lake, kind, paths).await.context("ingest failed")?;
+    let report = ingest(&lake, kind, paths, players)
+        .await
+        .context("ingest failed")?;
     print_report(&report);
     Ok(if report.nothing_usable() {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Who played each run of a dashboard.json, by eval run id.
+async fn read_players(at: &str) -> anyhow::Result<crate::source::albedo::Players> {
+    let bytes = Location::parse(at)?.read().await?;
+    let d = crate::source::dashboard::parse(&bytes)
+        .map_err(|e| anyhow::anyhow!("{at}: {}: {}", e.field, e.reason))?;
+    for e in &d.refused {
+        eprintln!("note: {at}: {}: {} (entry skipped)", e.field, e.reason);
+    }
+    Ok(std::sync::Arc::new(
+        d.runs
+            .into_iter()
+            .map(|r| (r.eval_run_id.clone(), r))
+            .collect(),
+    ))
 }
 
 /// The closing summary: notes on stderr, counts on stdout.

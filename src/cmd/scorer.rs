@@ -188,6 +188,11 @@ fn pct(v: Option<f64>) -> String {
     v.map_or("n/a".into(), |v| format!("{:.1}%", 100.0 * v))
 }
 
+/// The reference's per-sample error of the duel margin, and the margin it
+/// resolves with "500+ paired samples" (mission.md).
+const REFERENCE_PAIRED_SD: f64 = 0.207;
+const REFERENCE_MARGIN: f64 = 0.025;
+
 /// The calibration report as a person reads it, beside the reference figures.
 pub fn print_checklist(r: &ChecklistReport) {
     println!(
@@ -225,7 +230,7 @@ pub fn print_checklist(r: &ChecklistReport) {
         (
             "per-model Spearman",
             format!("{} ({} models)", fmt(r.model_spearman), r.models),
-            "0.561",
+            "0.561 (57 models)",
         ),
         (
             "catastrophic (<0.35) precision",
@@ -237,18 +242,37 @@ pub fn print_checklist(r: &ChecklistReport) {
             fmt(r.catastrophic_recall),
             "0.384",
         ),
-        ("per-sample margin error (sd)", fmt(r.paired_error_sd), ""),
+        (
+            "per-sample margin error (sd)",
+            fmt(r.paired_error_sd),
+            "0.207",
+        ),
     ];
     for (m, v, reference) in rows {
         t.add_row(vec![m.to_string(), v, reference.to_string()]);
     }
     for i in &r.intervals {
+        let reference = if i.paired_samples == 100 {
+            "+/- 0.041"
+        } else {
+            ""
+        };
         t.add_row(vec![
             format!("95% interval, {} paired samples", i.paired_samples),
             format!("+/- {:.3}", i.half_width),
-            String::new(),
+            reference.into(),
         ]);
     }
+    t.add_row(vec![
+        format!("paired samples to resolve {REFERENCE_MARGIN} (80% power)"),
+        r.paired_error_sd.map_or("-".into(), |sd| {
+            crate::scorer::metrics::samples_to_resolve(sd, REFERENCE_MARGIN).to_string()
+        }),
+        format!(
+            "{} (\"500+\")",
+            crate::scorer::metrics::samples_to_resolve(REFERENCE_PAIRED_SD, REFERENCE_MARGIN)
+        ),
+    ]);
     println!("{t}");
     let mut t = table(&["tag", "answers", "yes rate", "accuracy", "AUC"]);
     for row in &r.by_tag {
@@ -354,12 +378,15 @@ fn print_score(s: &ScoreSummary, answers: bool) {
         }
     }
     println!(
-        "overall: predicted score {} over {} run(s); margin vs the judged king {}{} (duel margin {})",
+        "overall: predicted score {} over {} run(s); margin vs the judged king {}{} (duel margin {}{})",
         fmt(s.overall_score),
         s.runs.len(),
         fmt(s.margin_vs_king),
         s.interval.map_or(String::new(), |i| format!(" +/- {i:.3}")),
-        s.required_win_margin
+        s.required_win_margin,
+        s.samples_needed.map_or(String::new(), |n| format!(
+            "; {n} paired samples resolve it at 80% power"
+        ))
     );
     for n in &s.notes {
         println!("note: {n}");

@@ -160,6 +160,22 @@ fn sections(r: &Report) -> Vec<Section> {
             ],
         ),
         (
+            "Who played: judged sides by model".into(),
+            vec!["model", "sides", "runs", "as king", "mean score"],
+            r.by_model
+                .iter()
+                .map(|m| {
+                    vec![
+                        m.model.clone(),
+                        m.sides.to_string(),
+                        m.runs.to_string(),
+                        m.king_sides.to_string(),
+                        m.mean_score.map(f2).unwrap_or_default(),
+                    ]
+                })
+                .collect(),
+        ),
+        (
             "Credit by tag".into(),
             vec!["tag", "credit", "share %"],
             r.by_tag

@@ -125,8 +125,20 @@ pub async fn open(
 /// block count): a table written before them reads them as nulls. Other
 /// added columns are not filled in, so their steps can tell the user what
 /// to rerun (`credit_citations.category`, say).
-const READ_AS_NULL: [(&str, &[&str]); 3] = [
+const READ_AS_NULL: [(&str, &[&str]); 4] = [
     ("trajectories", &["tools"]),
+    (
+        "evals",
+        &[
+            "challenger_model_uri",
+            "challenger_hotkey",
+            "challenger_uid",
+            "king_model_uri",
+            "king_hotkey",
+            "king_uid",
+            "king_version",
+        ],
+    ),
     (
         "messages",
         &["tool_call_id", "recovered", "fields_sha", "extra"],

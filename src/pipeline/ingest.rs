@@ -310,6 +310,7 @@ fn read_all(
     kind: InputKind,
     inputs: &Inputs,
     runs: HashMap<String, String>,
+    players: albedo::Players,
     tx: tokio::sync::mpsc::Sender<Record>,
 ) -> std::io::Result<()> {
     let mut emit = |r: Record| {
@@ -320,7 +321,7 @@ fn read_all(
     let bar = crate::progress::bytes_bar(total, "ingest");
     match (kind, inputs) {
         (InputKind::Albedo { verify }, Inputs::Runs(folders)) => {
-            let opts = albedo::AlbedoOptions { verify };
+            let opts = albedo::AlbedoOptions { verify, players };
             for run in folders {
                 per_file(&run.dir, || albedo::read_run(run, &opts, &runs, &mut emit))?;
                 bar.inc(run.bytes());
@@ -473,11 +474,13 @@ fn per_file(path: &Location, read: impl FnOnce() -> std::io::Result<()>) -> std:
     })
 }
 
-/// Ingest `paths` of `kind` into `lake`.
+/// Ingest `paths` of `kind` into `lake`; Albedo runs take who played from
+/// their own dashboard entry, else from `players`.
 pub async fn ingest(
     lake: &Lake,
     kind: InputKind,
     paths: Vec<Location>,
+    players: albedo::Players,
 ) -> Result<IngestReport, IngestError> {
     // Inputs that cannot be listed or read fail before the lake is touched.
     let listed = list_inputs(kind, &paths).await?;
@@ -508,7 +511,7 @@ pub async fn ingest(
     let mut known = known(lake).await?;
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Record>(64);
     let runs = known.runs.clone();
-    let reader = tokio::task::spawn_blocking(move || read_all(kind, &listed, runs, tx));
+    let reader = tokio::task::spawn_blocking(move || read_all(kind, &listed, runs, players, tx));
 
     let mut report = IngestReport {
         notes: writer

@@ -78,6 +78,17 @@ pub struct OtherHead {
     pub other_share_of_source: f64,
 }
 
+/// The judged Albedo sides one model played.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ModelStat {
+    pub model: String,
+    pub sides: i64,
+    pub runs: i64,
+    /// Sides it played as the king.
+    pub king_sides: i64,
+    pub mean_score: Option<f64>,
+}
+
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Corpus {
     pub samples: i64,
@@ -92,6 +103,8 @@ pub struct Corpus {
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Report {
     pub corpus: Corpus,
+    /// Who played the judged sides, most sides first.
+    pub by_model: Vec<ModelStat>,
     pub scored_turns: i64,
     pub by_kind: Vec<KindStat>,
     pub by_turn: Vec<TurnStat>,
@@ -245,6 +258,24 @@ pub async fn report_in_buckets(lake: &Lake, bucket_sides: usize) -> Result<Repor
     let (share_citing, share_yes_uncited) = (one("share_citing"), one("share_yes_uncited"));
     let scored = view(&ctx, "stats_scored", "").await?;
 
+    let b = view(&ctx, "stats_by_model", "ORDER BY sides DESC, model").await?;
+    let (models, sides, runs, king_sides, mean_score) = (
+        strings(&b, "model"),
+        i64s(&b, "sides"),
+        i64s(&b, "runs"),
+        i64s(&b, "king_sides"),
+        f64s(&b, "mean_score"),
+    );
+    let by_model = (0..models.len())
+        .map(|i| ModelStat {
+            model: models[i].clone().unwrap_or_default(),
+            sides: sides[i].unwrap_or(0),
+            runs: runs[i].unwrap_or(0),
+            king_sides: king_sides[i].unwrap_or(0),
+            mean_score: mean_score[i],
+        })
+        .collect();
+
     let b = view(&ctx, "stats_corpus", "").await?;
     let count = |name: &str| i64s(&b, name).first().copied().flatten().unwrap_or(0);
     let share = |name: &str| f64s(&b, name).first().copied().flatten();
@@ -286,6 +317,7 @@ pub async fn report_in_buckets(lake: &Lake, bucket_sides: usize) -> Result<Repor
 
     let mut report = Report {
         corpus,
+        by_model,
         scored_turns: scalar_i64(&scored),
         by_kind,
         by_turn,

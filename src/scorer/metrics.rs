@@ -96,6 +96,19 @@ pub fn mae(pred: &[f64], truth: &[f64]) -> Option<f64> {
     )
 }
 
+/// The standard normal quantiles of a two-sided 5% test (z at 0.975) and
+/// of 80% power (z at 0.8).
+const Z_975: f64 = 1.959_963_984_540_054;
+const Z_80: f64 = 0.841_621_233_572_914_3;
+
+/// Paired samples needed to resolve a mean `margin` with a two-sided 5%
+/// test at 80% power, given the per-sample standard deviation `sd`:
+/// ⌈((z₀.₉₇₅ + z₀.₈)·sd/margin)²⌉. Detecting with only the interval's
+/// 1.96 would miss a true margin half the time.
+pub fn samples_to_resolve(sd: f64, margin: f64) -> u64 {
+    (((Z_975 + Z_80) * sd / margin).powi(2)).ceil() as u64
+}
+
 /// Half-width of the 95% normal interval of a mean of `n` draws with this
 /// per-draw standard deviation.
 pub fn interval95(sd: f64, n: usize) -> f64 {
@@ -104,6 +117,14 @@ pub fn interval95(sd: f64, n: usize) -> f64 {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_reference_needs_539_samples_to_resolve_its_margin() {
+        // mission.md: a per-sample error of 0.207 needs "500+ paired samples
+        // to resolve 0.025", and gives +/- 0.041 at 100 samples.
+        assert_eq!(super::samples_to_resolve(0.207, 0.025), 539);
+        assert!((super::interval95(0.207, 100) - 0.041).abs() < 0.0005);
+    }
+
     use super::*;
 
     fn close(a: Option<f64>, b: f64) {

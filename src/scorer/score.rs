@@ -429,7 +429,7 @@ fn summarize(
         notes.push("no calibration report (turnlake scorer eval): no interval".into());
     }
     let interval = sd.map(|sd| metrics::interval95(sd, margins.len().max(1)));
-    let samples_needed = sd.map(|sd| ((1.96 * sd / margin).powi(2)).ceil() as u64);
+    let samples_needed = sd.map(|sd| metrics::samples_to_resolve(sd, margin));
     if let (Some(half), Some(needed)) = (interval, samples_needed) {
         if half >= margin {
             notes.push(format!(

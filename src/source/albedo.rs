@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::storage::{Entry, Location, StorageError, StorageResult};
 
+use super::dashboard::{self, DashboardRun, ENTRY_FILE};
 use super::json::{
     opt_bool, opt_f64, opt_i64, opt_str, parse_record, req_array, req_str, FieldError, FieldResult,
 };
@@ -55,7 +56,13 @@ at the path or one folder below it";
 pub struct AlbedoOptions {
     /// Check each artifact's sha256 against verdict.json.
     pub verify: bool,
+    /// Who played each run, from a dashboard file (a run's own
+    /// `dashboard-entry.json` comes first).
+    pub players: Players,
 }
+
+/// Dashboard entries by eval run id.
+pub type Players = std::sync::Arc<HashMap<String, DashboardRun>>;
 
 /// The traj_id of one duel side.
 pub fn traj_id(eval_run_id: &str, sample_id: &str, side: &str) -> String {
@@ -70,7 +77,8 @@ pub fn run_traj_prefix(eval_run_id: &str) -> String {
     format!("{TRAJ_PREFIX}{eval_run_id}/")
 }
 
-/// One eval-run folder and the artifacts found in it.
+/// One eval-run folder and the artifacts found in it (its dashboard entry
+/// among them, under [`ENTRY_FILE`], where harvest wrote one).
 #[derive(Debug, Clone)]
 pub struct RunFolder {
     pub dir: Location,
@@ -102,7 +110,9 @@ pub async fn run_folders(paths: &[Location]) -> StorageResult<Vec<RunFolder>> {
             let Some(name) = f.location.file_name() else {
                 continue;
             };
-            let Some((artifact, plain)) = artifact_named(&name) else {
+            let Some((artifact, plain)) = artifact_named(&name)
+                .or_else(|| (name == ENTRY_FILE).then_some((ENTRY_FILE, true)))
+            else {
                 continue;
             };
             let Some(dir) = f.location.parent() else {
@@ -113,7 +123,7 @@ pub async fn run_folders(paths: &[Location]) -> StorageResult<Vec<RunFolder>> {
             if !(is_self || is_child) {
                 continue;
             }
-            direct |= is_self;
+            direct |= is_self && artifact != ENTRY_FILE;
             let artifacts = &mut runs
                 .entry(dir.sort_key())
                 .or_insert_with(|| RunFolder {
@@ -126,11 +136,15 @@ pub async fn run_folders(paths: &[Location]) -> StorageResult<Vec<RunFolder>> {
                 artifacts.insert(artifact, f);
             }
         }
+        // A dashboard entry alone is not a run.
+        let runs = runs
+            .into_values()
+            .filter(|r| r.artifacts.keys().any(|a| *a != ENTRY_FILE));
         if direct {
             // The folder is a run itself: its subfolders are not read.
-            out.extend(runs.into_values().filter(|r| r.dir.same(p)));
+            out.extend(runs.filter(|r| r.dir.same(p)));
         } else {
-            out.extend(runs.into_values());
+            out.extend(runs);
         }
     }
     Ok(out)
@@ -218,11 +232,14 @@ pub fn read_run(
     let scoring = scan(run.artifacts.get(SCORING))?;
     let folder_id = dir.file_name().unwrap_or_default();
 
+    let own_entry = match run.artifacts.get(ENTRY_FILE) {
+        Some(e) => Some((e.read_blocking()?, e)),
+        None => None,
+    };
     let mut h = Sha256::new();
     for a in [&verdict_file, &generated, &scoring] {
         h.update(a.as_ref().map(|a| a.sha.as_str()).unwrap_or("-"));
     }
-    let run_sha = hex::encode(h.finalize());
     let n_records = [&verdict_file, &generated, &scoring]
         .iter()
         .map(|a| a.as_ref().map_or(0, |a| a.records))
@@ -243,6 +260,28 @@ pub fn read_run(
         .and_then(|v| v.as_ref())
         .and_then(|v| opt_str(v, "eval_run_id"))
         .unwrap_or(folder_id);
+    // Who played: the run's own entry, else the dashboard given to ingest.
+    let players = match own_entry {
+        Some((bytes, e)) => match parse_record(&bytes).and_then(|v| dashboard::run_entry(&v, "")) {
+            Ok(p) => Some(p),
+            Err(err) => {
+                emit(Record::Note(format!(
+                    "{}: {}{}{} (who played is left out)",
+                    e.location,
+                    err.field,
+                    if err.field.is_empty() { "" } else { ": " },
+                    err.reason
+                )));
+                None
+            }
+        },
+        None => opts.players.get(&eval_run_id).cloned(),
+    };
+    // A run ingested before who played was known is read again.
+    if let Some(p) = &players {
+        h.update(p.entry.to_string());
+    }
+    let run_sha = hex::encode(h.finalize());
     if known.get(&eval_run_id) == Some(&run_sha) {
         emit(Record::Unchanged(n_records));
         return Ok(());
@@ -354,6 +393,12 @@ pub fn read_run(
             generated_samples_uri: uri("generated_samples"),
             scoring_results_uri: uri("scoring_results"),
             input_path: dir.to_string(),
+            challenger: players
+                .as_ref()
+                .map(|p| p.challenger.clone())
+                .unwrap_or_default(),
+            king: players.as_ref().map(|p| p.king.clone()).unwrap_or_default(),
+            king_version: players.as_ref().and_then(|p| p.king_version),
         };
         if verdict.is_some() {
             emit(Record::Unit(Unit {
@@ -418,6 +463,7 @@ pub fn read_run(
                 &eval_run_id,
                 &sample_id,
                 scores.get(&sample_id).map(|(_, s, _)| s),
+                players.as_ref(),
                 &a.entry.location,
                 line,
             )
@@ -536,6 +582,7 @@ fn sides(
     eval_run_id: &str,
     sample_id: &str,
     scoring: Option<&Value>,
+    players: Option<&DashboardRun>,
     file: &Location,
     line: i64,
 ) -> FieldResult<Vec<RawTrajectory>> {
@@ -575,6 +622,11 @@ fn sides(
             eval_run_id: Some(eval_run_id.to_string()),
             sample_id: Some(sample_id.to_string()),
             side: Some(side.to_string()),
+            // The model key is the dashboard's `model_uri`, kings included.
+            model: players.and_then(|p| match side {
+                "challenger" => p.challenger.model_uri.clone(),
+                _ => p.king.model_uri.clone(),
+            }),
             score: scoring
                 .and_then(|s| opt_f64(s, score_key))
                 .or_else(|| judge.and_then(|j| opt_f64(j, "yes_rate"))),

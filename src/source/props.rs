@@ -178,7 +178,10 @@ fn read_albedo(verdict: &[u8], generated: &[u8], scoring: &[u8]) -> (Vec<Record>
         .collect(),
     };
     let mut out = Vec::new();
-    let opts = albedo::AlbedoOptions { verify: true };
+    let opts = albedo::AlbedoOptions {
+        verify: true,
+        players: Default::default(),
+    };
     albedo::read_run(&run, &opts, &HashMap::new(), &mut |r| out.push(r)).unwrap();
     let n = 1 + lines(generated).count() as u64 + lines(scoring).count() as u64;
     (out, n)

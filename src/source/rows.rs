@@ -31,6 +31,10 @@ pub struct EvalRow {
     pub generated_samples_uri: Option<String>,
     pub scoring_results_uri: Option<String>,
     pub input_path: String,
+    /// Who played, from the run's dashboard entry.
+    pub challenger: crate::source::dashboard::Player,
+    pub king: crate::source::dashboard::Player,
+    pub king_version: Option<i64>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -204,6 +208,13 @@ pub fn evals_batch(r: &[EvalRow]) -> Result<RecordBatch, LakeError> {
             s(r.iter().map(|x| x.input_path.as_str())),
             os(r.iter().map(|x| x.generated_samples_uri.as_deref())),
             os(r.iter().map(|x| x.scoring_results_uri.as_deref())),
+            os(r.iter().map(|x| x.challenger.model_uri.as_deref())),
+            os(r.iter().map(|x| x.challenger.hotkey.as_deref())),
+            oi64(r.iter().map(|x| x.challenger.uid)),
+            os(r.iter().map(|x| x.king.model_uri.as_deref())),
+            os(r.iter().map(|x| x.king.hotkey.as_deref())),
+            oi64(r.iter().map(|x| x.king.uid)),
+            oi64(r.iter().map(|x| x.king_version)),
         ],
     )
 }

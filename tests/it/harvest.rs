@@ -193,10 +193,76 @@ fn harvest_then_ingest_equals_ingesting_the_corpus_and_faults_fail_only_their_ru
     .unwrap();
     assert_eq!(entry["eval_run_id"], id(0));
 
-    // Harvest then ingest equals ingesting the corpus directly.
+    // Harvest then ingest equals ingesting the corpus directly with the
+    // dashboard beside it: each side names the model that played it.
     let (harvested, direct) = (tmp.path().join("harvested"), tmp.path().join("direct"));
     ok(run_ingest(&harvested, &out));
-    ok(run_ingest(&direct, &c.corpus.join("albedo")));
+    let dashboard = c.dashboard.to_str().unwrap();
+    let corpus = c.corpus.join("albedo");
+    ok(run(
+        &direct,
+        &[
+            "ingest",
+            "albedo",
+            "--dashboard",
+            dashboard,
+            corpus.to_str().unwrap(),
+        ],
+    ));
+    let who = "SELECT e.eval_run_id, e.challenger_model_uri, e.challenger_uid, e.king_model_uri, e.king_version, \
+               count(DISTINCT t.model) AS models, min(t.model) AS first_model \
+               FROM evals e JOIN trajectories t USING (eval_run_id) \
+               WHERE t.side = 'challenger' GROUP BY 1, 2, 3, 4, 5 ORDER BY 1";
+    let rows = sql(&harvested, who);
+    assert_eq!(rows.len(), 5);
+    for (i, r) in rows.iter().enumerate() {
+        let want_model = format!("miner-{i}/albedo-qwen3.6@{i:040}");
+        let uid = i.to_string();
+        let version = (100 + i).to_string();
+        assert_eq!(
+            r[1..].to_vec(),
+            [
+                &want_model,
+                &uid,
+                "king/albedo-qwen3.6@sha256:78e9",
+                &version,
+                "1",
+                &want_model
+            ],
+            "{r:?}"
+        );
+    }
+    assert_eq!(
+        scalar(
+            &harvested,
+            "SELECT min(model) FROM trajectories WHERE side = 'previous_king'"
+        ),
+        "king/albedo-qwen3.6@sha256:78e9"
+    );
+    // stats and show name them.
+    ok(run(&harvested, &["credit"]));
+    let stats: Value =
+        serde_json::from_slice(&ok(run(&harvested, &["stats", "--format", "json"])).stdout)
+            .unwrap();
+    let by_model = stats["by_model"].as_array().unwrap();
+    let judged = |side: &str| {
+        let q = format!("SELECT count(*) FROM trajectories WHERE judged AND side = '{side}'");
+        scalar(&harvested, &q).parse::<i64>().unwrap()
+    };
+    assert_eq!(by_model[0]["model"], "king/albedo-qwen3.6@sha256:78e9");
+    assert_eq!(by_model[0]["king_sides"], judged("previous_king"));
+    assert_eq!(by_model.len(), 6, "{by_model:?}");
+    let challenger_sides: i64 = by_model[1..]
+        .iter()
+        .map(|m| m["sides"].as_i64().unwrap())
+        .sum();
+    assert_eq!(challenger_sides, judged("challenger"));
+    let side = scalar(
+        &harvested,
+        "SELECT min(traj_id) FROM trajectories WHERE side = 'challenger'",
+    );
+    let shown = stdout(&ok(run(&harvested, &["show", &side])));
+    assert!(shown.contains("miner-"), "{shown}");
     let tables = lake_tables(&direct);
     assert_eq!(
         table_contents(&|a| run(&harvested, a), &tables),
