@@ -126,7 +126,7 @@ pub async fn open(
 /// added columns are not filled in, so their steps can tell the user what
 /// to rerun (`credit_citations.category`, say).
 const READ_AS_NULL: [(&str, &[&str]); 4] = [
-    ("trajectories", &["tools"]),
+    ("trajectories", &["tools", "prompt_text"]),
     (
         "evals",
         &[

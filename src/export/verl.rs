@@ -126,6 +126,9 @@ struct TurnOut<'a> {
     t: i64,
     turn_sha: &'a str,
     prompt: Vec<&'a Message>,
+    /// The rendered bytes the model was given (an Albedo side's first scored turn).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_text: Option<&'a str>,
     response: &'a Message,
     r_turn: i64,
     parsed: bool,
@@ -173,6 +176,7 @@ struct ExtraInfo<'a> {
     r_judge: Option<f64>,
     t_exit: Option<i64>,
     t_last_evidence: Option<i64>,
+    prompt_text: Option<&'a str>,
 }
 
 #[derive(Debug, Serialize)]
@@ -242,6 +246,7 @@ pub fn rl_schema() -> SchemaRef {
                 Field::new("r_judge", DataType::Float64, true),
                 Field::new("t_exit", DataType::Int64, true),
                 Field::new("t_last_evidence", DataType::Int64, true),
+                Field::new("prompt_text", DataType::Utf8, true),
             ])),
             false,
         ),
@@ -302,6 +307,8 @@ struct Trajectory {
     judged: bool,
     /// The tool schema the run was given (JSON), parsed for the JSONL line.
     tools: Option<(String, serde_json::Value)>,
+    /// The rendered prompt the model was given, byte-exact (Albedo sides).
+    prompt_text: Option<String>,
     turns: Vec<Turn>,
 }
 
@@ -372,6 +379,7 @@ async fn plan(
         bools(&facts, "judged"),
         strings(&facts, "tools"),
     );
+    let prompt_text = strings(&facts, "prompt_text");
     for i in 0..ids.len() {
         out.insert(
             ids[i].clone().unwrap_or_default(),
@@ -387,6 +395,7 @@ async fn plan(
                         .ok()
                         .map(|v| (t.clone(), v))
                 }),
+                prompt_text: prompt_text[i].clone(),
                 turns: Vec::new(),
             },
         );
@@ -536,7 +545,7 @@ fn write_trajectory(
     let messages = &recorded.messages;
     let label_source = if tr.judged { "judge" } else { "scorer" };
     let mut turns = Vec::with_capacity(tr.turns.len());
-    for turn in &tr.turns {
+    for (i, turn) in tr.turns.iter().enumerate() {
         let label = turn.label.ok_or_else(|| VerlError::NoLabel {
             traj_id: id.to_string(),
             t: turn.t,
@@ -557,6 +566,7 @@ fn write_trajectory(
             t: turn.t,
             turn_sha: &turn.turn_sha,
             prompt: recorded.sent_before(at),
+            prompt_text: tr.prompt_text.as_deref().filter(|_| i == 0),
             response: &messages[at],
             r_turn: if label { 1 } else { -1 },
             parsed: turn.parsed,
@@ -635,6 +645,7 @@ fn write_trajectory(
             r_judge: out.r_judge,
             t_exit,
             t_last_evidence,
+            prompt_text: tr.prompt_text.as_deref(),
         },
     };
     serde_json::to_writer(&mut w.rl_rows, &rl).map_err(std::io::Error::from)?;

@@ -634,6 +634,10 @@ fn sides(
             judge_looped: judge.is_some_and(judge_looped),
             error: opt_str(v, error_key),
             submit_marker: opt_str(v, "submit_marker"),
+            prompt_text: match v.get("prompt") {
+                Some(Value::String(p)) => Some(p.clone()),
+                _ => None,
+            },
             input_file: file.to_string(),
             input_row: Some(line),
             messages,

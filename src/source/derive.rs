@@ -92,6 +92,8 @@ pub struct RawTrajectory {
     pub input_row: Option<i64>,
     /// The tool schema the run was given (JSON), for tool-call runs.
     pub tools: Option<String>,
+    /// The rendered prompt the model was given, byte-exact, where recorded.
+    pub prompt_text: Option<String>,
     pub messages: Vec<RawMessage>,
 }
 
@@ -363,6 +365,7 @@ pub fn derive(raw: &RawTrajectory) -> TrajectoryRows {
         input_file: raw.input_file.clone(),
         input_row: raw.input_row,
         tools: raw.tools.clone(),
+        prompt_text: raw.prompt_text.clone(),
     };
     TrajectoryRows {
         trajectory,

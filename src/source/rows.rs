@@ -62,6 +62,7 @@ pub struct TrajectoryRow {
     pub input_file: String,
     pub input_row: Option<i64>,
     pub tools: Option<String>,
+    pub prompt_text: Option<String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -246,6 +247,7 @@ pub fn trajectories_batch(r: &[TrajectoryRow]) -> Result<RecordBatch, LakeError>
             s(r.iter().map(|x| x.input_file.as_str())),
             oi64(r.iter().map(|x| x.input_row)),
             os(r.iter().map(|x| x.tools.as_deref())),
+            os(r.iter().map(|x| x.prompt_text.as_deref())),
         ],
     )
 }

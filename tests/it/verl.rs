@@ -84,6 +84,30 @@ fn verl_export_of_the_fixture_follows_the_contract() {
     };
     assert_eq!(ts(&rows[0]), vec![2, 3, 4, 5, 6, 7]);
     assert_eq!(ts(&rows[1]), vec![2, 3, 4]);
+
+    // The generated sample's rendered prompt, byte-exact, on each side's
+    // first scored turn and in rl.parquet's extra_info; `prompt` stays the messages.
+    let sample: Value = serde_json::from_str(
+        std::fs::read_to_string(
+            fixtures()
+                .join("verl/albedo/7e71e000-0000-4000-8000-000000000003/generated-samples.jsonl"),
+        )
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap(),
+    )
+    .unwrap();
+    let prompt_text = sample["prompt"].as_str().unwrap();
+    assert!(prompt_text.ends_with("<|im_start|>assistant\n<think>\n"));
+    let rl = parquet_rows(&out.join("rl.parquet"));
+    for (r, rl) in rows.iter().zip(&rl) {
+        let turns = r["turns"].as_array().unwrap();
+        assert_eq!(turns[0]["prompt_text"], prompt_text);
+        assert!(turns[0]["prompt"].is_array());
+        assert!(turns[1..].iter().all(|t| t.get("prompt_text").is_none()));
+        assert_eq!(rl["extra_info"]["prompt_text"], prompt_text);
+    }
     let scored = scalar(
         &lake,
         "SELECT count(*) FROM turns WHERE candidate_n IS NOT NULL",
