@@ -66,6 +66,8 @@ CREATE VIEW select_figures AS
 SELECT
   (SELECT sides_judged FROM sides_tally) AS sides_judged,
   (SELECT sides_passing FROM sides_tally) AS sides_passing,
+  (SELECT credit_samples_recurring FROM sides_tally) AS credit_samples_recurring,
+  (SELECT credit_runs_dropped FROM sides_tally) AS credit_runs_dropped,
   (SELECT escape_duel_samples FROM sides_tally) AS escape_duel_samples,
   (SELECT CAST(escape_duel_after_failure AS DOUBLE) / nullif(escape_duel_failure_known, 0) FROM sides_tally)
     AS escape_duel_after_failure,

@@ -1,38 +1,26 @@
 -- The Albedo products of one bucket of eval runs (turnlake select).
 -- turnlake select runs this file once per bucket of whole eval runs (so never splitting a
 -- sample), so its joins of credited turns hold one bucket's, not the lake's.
--- Reads: trajectories, turns, turn_credit, judgments (the bucket's), select_params.
+-- Reads: trajectories, turns, turn_credit, judgments (the bucket's), select_params,
+-- side_gates (sql/side_gates.sql, run first) and credit_kept (sql/credit_keep.sql, over
+-- the whole lake).
 -- Builds: sides_gated (the bucket's credit and escape_duel candidates through the format
 -- gate), credit_rows and credit_demotions (its credit rows, each gathering its turns, and
 -- their demoted turns) and sides_tally (the bucket's counts that sql/select.sql reports).
 -- A side lies in one bucket, so what gathers a side's turns or counts samples is done here,
 -- and sql/select.sql, over every bucket's candidates, only streams them.
 
--- Albedo sides and the credit gates (the loop rule: the judge's verdict or the metrics).
-CREATE VIEW side_gates AS
-SELECT s.traj_id, s.eval_run_id, s.sample_id, s.score,
-       NOT (coalesce(j.judge_looped, false)
-            OR s.dup_cmd_ratio >= p.loop_dup_ratio OR s.max_cmd_run >= p.loop_max_run)
-       AND coalesce(s.score, 0.0) >= p.min_score
-       AND s.dup_cmd_ratio <= p.max_dup_cmd_ratio
-       AND s.max_cmd_run <= p.max_cmd_run AS passed
-FROM select_params p
-CROSS JOIN trajectories s
-LEFT JOIN (SELECT traj_id, bool_or(looped) AS judge_looped FROM judgments GROUP BY traj_id) j ON j.traj_id = s.traj_id
-WHERE s.source = 'albedo' AND s.judged;
-
--- credit: one passing side per sample (eval run and sample_id; highest score, then
--- traj_id); its credited, non-repeated turns train.
+-- credit: the one passing side of each sample_id that credit_kept names; its credited,
+-- non-repeated turns train.
 CREATE VIEW cand_credit AS
 SELECT 'credit' AS mix, 'credit/' || g.traj_id AS row_id, g.traj_id, 'albedo' AS source, g.sample_id,
        CAST(NULL AS VARCHAR) AS instance_id, CAST(NULL AS INT) AS upto_msg, g.score,
        true AS passed_credit_gates, CAST(NULL AS INT) AS prior_failures, c.t,
        u.n_bash_blocks, u.think_unclosed, u.command, u.is_submit
-FROM (SELECT *, row_number() OVER (PARTITION BY eval_run_id, sample_id ORDER BY score DESC, traj_id) AS rk
-      FROM side_gates WHERE passed) g
+FROM side_gates g
+JOIN credit_kept k ON k.traj_id = g.traj_id
 JOIN turn_credit c ON c.traj_id = g.traj_id AND c.credit > 0
-JOIN turns u ON u.traj_id = c.traj_id AND u.t = c.t AND u.source = 'albedo' AND NOT u.is_repeat
-WHERE g.rk = 1;
+JOIN turns u ON u.traj_id = c.traj_id AND u.t = c.t AND u.source = 'albedo' AND NOT u.is_repeat;
 
 -- escape_duel: a credited turn whose previous observation failed or that follows a repeat
 -- run (the two commands before it are the same normalized command) and breaks out of it;

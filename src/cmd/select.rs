@@ -49,6 +49,7 @@ pub fn summary_json(s: &SelectSummary) -> serde_json::Value {
         }).collect::<Vec<_>>(),
         "escape_duel_from_rejected": s.escape_duel_from_rejected,
         "finish_instances": s.finish_instances,
+        "credit_recurring": s.credit_recurring,
         "reproduction": s.reproduction,
     })
 }
@@ -87,6 +88,23 @@ pub fn print_summary(s: &SelectSummary) {
         t.add_row(vec![mix.clone(), outcome.clone(), n.to_string()]);
     }
     println!("{t}");
+    if !s.credit_recurring.is_empty() {
+        println!(
+            "credit takes one side per sample_id: of the sides passing its gates in any eval run, \
+             the highest judge score (then the lowest traj_id). Samples that recur across runs:"
+        );
+        let mut t = Table::new();
+        t.set_header(vec!["sample_id", "eval runs", "side kept", "its score"]);
+        for r in &s.credit_recurring {
+            t.add_row(vec![
+                r.sample_id.clone(),
+                r.runs.to_string(),
+                r.kept.clone(),
+                r.kept_score.map_or("-".into(), |v| format!("{v:.3}")),
+            ]);
+        }
+        println!("{t}");
+    }
     let _ = s.reproduction.render_table(std::io::stdout().lock());
 }
 

@@ -26,6 +26,8 @@ pub const SQL: &str = include_str!("../../sql/select.sql");
 /// Every SQL file the step runs, as its provenance records them (a change
 /// to any of them makes `build` select again).
 pub const STEP_SQL: &str = concat!(
+    include_str!("../../sql/side_gates.sql"),
+    include_str!("../../sql/credit_keep.sql"),
     include_str!("../../sql/select_sides.sql"),
     include_str!("../../sql/select_runs_input.sql"),
     include_str!("../../sql/select_runs.sql"),
@@ -161,9 +163,24 @@ pub struct SelectSummary {
     pub escape_duel_from_rejected: f64,
     /// Distinct instances the finish_mini rows were mined from.
     pub finish_instances: i64,
+    /// Samples whose passing sides recur across eval runs, with the one side
+    /// credit kept (most runs first, at most [`RECURRING_LISTED`]).
+    pub credit_recurring: Vec<RecurringSample>,
     /// Every figure the reference publishes for the selection, beside the lake's.
     pub reproduction: Reproduction,
 }
+
+/// A sample credit found passing in several eval runs, and the side it kept.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct RecurringSample {
+    pub sample_id: String,
+    pub runs: i64,
+    pub kept: String,
+    pub kept_score: Option<f64>,
+}
+
+/// How many recurring samples the summary lists.
+pub const RECURRING_LISTED: usize = 10;
 
 fn params_batch(c: &SelectConfig) -> Result<RecordBatch, arrow::error::ArrowError> {
     let f = |v: f64| Arc::new(Float64Array::from(vec![v])) as ArrayRef;
@@ -303,6 +320,18 @@ fn reproduction(s: &SelectSummary, figures: &[RecordBatch]) -> Reproduction {
     t.add("select.credit.rows", Some(kept as f64));
     t.add("select.credit.train_turns", Some(train as f64));
     t.add("select.credit.dropped", Some(dropped as f64));
+    t.add_own(
+        "select.credit.samples_recurring",
+        "sample_ids with passing sides in more than one eval run (credit keeps one side of each)",
+        Unit::Count,
+        n("credit_samples_recurring"),
+    );
+    t.add_own(
+        "select.credit.runs_dropped",
+        "eval runs whose side of a recurring sample credit left out",
+        Unit::Count,
+        n("credit_runs_dropped"),
+    );
     t.add_own(
         "select.demotions",
         "train turns demoted by the format gate (all products)",
@@ -481,6 +510,28 @@ pub async fn build_in_parts(
         .flatten()
         .unwrap_or(0.0);
     summary.finish_instances = tally("finish_instances");
+    let recurring = q(
+        format!(
+            "SELECT sample_id, runs, kept, kept_score FROM credit_recurring \
+             ORDER BY runs DESC, sample_id LIMIT {RECURRING_LISTED}"
+        ),
+        "credit_recurring",
+    )
+    .await?;
+    let (ids, runs, kept_sides, scores) = (
+        strings(&recurring, "sample_id"),
+        i64s(&recurring, "runs"),
+        strings(&recurring, "kept"),
+        f64s(&recurring, "kept_score"),
+    );
+    summary.credit_recurring = (0..ids.len())
+        .map(|i| RecurringSample {
+            sample_id: ids[i].clone().unwrap_or_default(),
+            runs: runs[i].unwrap_or(0),
+            kept: kept_sides[i].clone().unwrap_or_default(),
+            kept_score: scores[i],
+        })
+        .collect();
     let figures = q("SELECT * FROM select_figures".into(), "select_figures").await?;
     summary.reproduction = reproduction(&summary, &figures);
     Ok(summary)

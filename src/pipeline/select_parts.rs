@@ -40,6 +40,10 @@ use super::sqlstep::run_script;
 use crate::columns::{i64s, scalar_i64, strings};
 use crate::engine::{self, scratch, EngineError};
 
+pub const GATES_SQL_FILE: &str = "sql/side_gates.sql";
+pub const GATES_SQL: &str = include_str!("../../sql/side_gates.sql");
+pub const CREDIT_KEEP_SQL_FILE: &str = "sql/credit_keep.sql";
+pub const CREDIT_KEEP_SQL: &str = include_str!("../../sql/credit_keep.sql");
 pub const SIDES_SQL_FILE: &str = "sql/select_sides.sql";
 pub const SIDES_SQL: &str = include_str!("../../sql/select_sides.sql");
 pub const INPUT_SQL_FILE: &str = "sql/select_runs_input.sql";
@@ -118,8 +122,26 @@ pub async fn prepare_sides(
         ("escape_duel_after_repeat_run", 0),
         ("escape_duel_repeat_known", 0),
     ];
+    // credit's one side per sample_id is chosen over the whole lake: a
+    // sample recurs across eval runs, which buckets keep apart.
+    register_config(ctx, config)?;
+    run_script(ctx, GATES_SQL_FILE, GATES_SQL).await?;
+    run_script(ctx, CREDIT_KEEP_SQL_FILE, CREDIT_KEEP_SQL).await?;
+    let kept = engine::run_sql(ctx, "SELECT * FROM credit_kept", CREDIT_KEEP_SQL_FILE).await?;
+    let recurring = engine::run_sql(
+        ctx,
+        "SELECT count(*) AS samples, coalesce(sum(runs - 1), 0) AS runs_dropped FROM credit_recurring",
+        CREDIT_KEEP_SQL_FILE,
+    )
+    .await?;
+    let kept_schema: SchemaRef = {
+        let err = EngineError::query(CREDIT_KEEP_SQL_FILE);
+        let frame = ctx.table("credit_kept").await.map_err(err)?;
+        Arc::new(frame.schema().as_arrow().clone())
+    };
     // One bucket's session at a time: each holds its own tables.
     for bucket in buckets {
+        let bucket_session = bucket.is_some();
         let (session, file) = match bucket {
             None => (ctx.clone(), SIDES_SQL_FILE.to_string()),
             Some(bucket) => {
@@ -129,7 +151,11 @@ pub async fn prepare_sides(
             }
         };
         let q = |sql: &'static str| engine::run_sql(&session, sql, SIDES_SQL_FILE);
-        register_config(&session, config)?;
+        if bucket_session {
+            register_config(&session, config)?;
+            run_script(&session, GATES_SQL_FILE, GATES_SQL).await?;
+            register(&session, "credit_kept", kept_schema.clone(), kept.clone())?;
+        }
         run_script(&session, &file, SIDES_SQL).await?;
         for (table, rows) in gathered.iter_mut() {
             rows.add(&session, table, None).await?;
@@ -139,6 +165,16 @@ pub async fn prepare_sides(
     for (table, rows) in gathered {
         rows.register(ctx, table)?;
     }
+    let count = |name: &str| {
+        i64s(&recurring, name)
+            .first()
+            .copied()
+            .flatten()
+            .unwrap_or(0)
+    };
+    let mut tally = tally.to_vec();
+    tally.push(("credit_samples_recurring", count("samples")));
+    tally.push(("credit_runs_dropped", count("runs_dropped")));
     register_counts(ctx, "sides_tally", &tally)
 }
 

@@ -869,3 +869,43 @@ fn rounded(v: Value) -> Value {
         other => other,
     }
 }
+
+/// A sample that recurs across eval runs (data/fixtures/recurring: sel/s1
+/// duelled in two runs, its challenger judged higher in the second) gives
+/// credit one side, the passing side with the highest score of any run,
+/// and the report counts the recurring sample and the run left out.
+#[test]
+fn credit_keeps_one_side_per_sample_id_across_eval_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lake = tmp.path().join("lake");
+    let runs = fixtures().join("recurring/albedo");
+    ok(run(&lake, &["ingest", "albedo", runs.to_str().unwrap()]));
+    ok(run(&lake, &["credit"]));
+    let o = ok(run(&lake, &["select", "--format", "json"]));
+    let passing = scalar(
+        &lake,
+        "SELECT count(DISTINCT eval_run_id) FROM trajectories WHERE sample_id = 'sel/s1:1:1'",
+    );
+    assert_eq!(passing, "2", "the sample recurs");
+    let credit = sql(&lake, "SELECT traj_id FROM sft_credit");
+    assert_eq!(
+        credit,
+        vec![vec![
+            "albedo/5e1ec700-0000-4000-8000-0000000000a2/sel/s1:1:1/challenger".to_string()
+        ]]
+    );
+    let summary: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let figure = |key: &str| {
+        summary["reproduction"]["figures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["key"] == key)
+            .unwrap_or_else(|| panic!("{key} in {summary}"))["lake"]
+            .clone()
+    };
+    assert_eq!(figure("select.credit.samples_recurring"), 1.0);
+    assert_eq!(figure("select.credit.runs_dropped"), 1.0);
+    assert_eq!(summary["credit_recurring"][0]["kept"], credit[0][0]);
+    assert_eq!(summary["credit_recurring"][0]["runs"], 2);
+}
