@@ -19,6 +19,58 @@ pub enum ExportCommand {
     Sft(SftArgs),
     /// Trajectories with per-turn and per-trajectory rewards for verl (JSONL, RL and SFT Parquet, summary, manifest).
     Verl(VerlArgs),
+    /// Known judged Albedo samples as the inputs your model continues (prompt, context, task, sample id), for `scorer report`.
+    Samples(SamplesArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SamplesArgs {
+    /// A folder (local or s3://bucket/prefix); samples.jsonl goes in it.
+    #[arg(long)]
+    pub out: String,
+    /// Only samples of these eval runs.
+    #[arg(long, value_delimiter = ',')]
+    pub runs: Vec<String>,
+    /// At most this many samples (by sample id); the seed advises 500-1000.
+    #[arg(long, default_value_t = 1000)]
+    pub n: usize,
+}
+
+/// Write `export samples`: one JSON line per known sample.
+async fn export_samples(lake: &crate::lake::Lake, args: &SamplesArgs) -> anyhow::Result<()> {
+    let samples = crate::export::samples::known_samples(lake, &args.runs, args.n).await?;
+    anyhow::ensure!(
+        !samples.is_empty(),
+        "the lake has no judged Albedo sample{}: ingest eval runs first",
+        if args.runs.is_empty() {
+            ""
+        } else {
+            " of those runs"
+        }
+    );
+    let mut text = Vec::new();
+    for s in &samples {
+        serde_json::to_writer(&mut text, s)?;
+        text.push(b'\n');
+    }
+    let at = Location::parse(&args.out)?.join("samples.jsonl");
+    at.write(text)
+        .await
+        .with_context(|| format!("writing {at}"))?;
+    let runs: std::collections::BTreeSet<&str> =
+        samples.iter().map(|s| s.eval_run_id.as_str()).collect();
+    println!(
+        "exported {} samples of {} eval runs to {at}: run your model on each (its prompt, or its messages), then `turnlake scorer report RUNS`",
+        samples.len(),
+        runs.len()
+    );
+    if samples.len() < 500 {
+        println!(
+            "note: {} samples; a margin of 0.025 needs about 539 to resolve (500-1000 advised)",
+            samples.len()
+        );
+    }
+    Ok(())
 }
 
 #[derive(Debug, Args)]
@@ -222,6 +274,10 @@ pub async fn run(lake: &LakeArg, cmd: ExportCommand) -> anyhow::Result<ExitCode>
     let lake = lake.open().await?;
     let args = match cmd {
         ExportCommand::Sft(args) => args,
+        ExportCommand::Samples(args) => {
+            export_samples(&lake, &args).await?;
+            return Ok(ExitCode::SUCCESS);
+        }
         ExportCommand::Verl(args) => {
             let opts = verl::VerlOptions {
                 sources: args.sources,

@@ -26,6 +26,8 @@ pub enum ScorerCommand {
     Label,
     /// Score your own mini-swe-agent runs on known Albedo samples with the checklist scorer.
     Score(ScoreArgs),
+    /// Before you submit: a batch of your runs on known samples (`export samples`) against the judged king: margin, samples needed, loops, catastrophes.
+    Report(ScoreArgs),
 }
 
 impl ScorerCommand {
@@ -36,6 +38,7 @@ impl ScorerCommand {
             ScorerCommand::Eval(_) => "eval",
             ScorerCommand::Label => "label",
             ScorerCommand::Score(_) => "score",
+            ScorerCommand::Report(_) => "report",
         }
     }
 }
@@ -169,8 +172,113 @@ pub async fn run(lake: &LakeArg, what: ScorerCommand) -> anyhow::Result<ExitCode
                 print_score(&summary, args.answers);
             }
         }
+        ScorerCommand::Report(args) => {
+            let summary = score::score(&lake, &args.trajectories, args.sample.as_deref()).await?;
+            if args.json {
+                println!("{}", serde_json::to_string_pretty(&summary)?);
+            } else {
+                print_report(&summary);
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The reference's held-out precision of the catastrophic flag.
+const REFERENCE_CATASTROPHIC_PRECISION: &str = "0.820";
+
+/// What a miner reads before submitting: the batch against the judged king
+/// on the same samples, whether the margin is resolved, the runs that loop
+/// (what gets a hotkey banned) and the samples the model falls apart on.
+fn print_report(s: &ScoreSummary) {
+    let kings: Vec<f64> = s.runs.iter().filter_map(|r| r.king_score).collect();
+    let resolved = match (s.margin_vs_king, s.interval) {
+        (Some(m), Some(i)) if m - i > s.required_win_margin => {
+            "yes: clears the duel margin".to_string()
+        }
+        (Some(m), Some(i)) if m + i < s.required_win_margin => {
+            "no: falls short of the duel margin".to_string()
+        }
+        (Some(_), Some(_)) => format!(
+            "not resolved: about {} paired samples resolve it",
+            s.samples_needed.map_or("?".into(), |n| n.to_string())
+        ),
+        _ => "no interval (run turnlake scorer eval)".to_string(),
+    };
+    let mut t = table(&["measure", "value"]);
+    for (m, v) in [
+        ("runs scored".to_string(), s.runs.len().to_string()),
+        (
+            "distinct samples".to_string(),
+            s.runs
+                .iter()
+                .map(|r| r.sample_id.as_str())
+                .collect::<std::collections::BTreeSet<_>>()
+                .len()
+                .to_string(),
+        ),
+        ("predicted score (mean)".to_string(), fmt(s.overall_score)),
+        (
+            "the king's judged score on them (mean)".to_string(),
+            fmt(crate::scorer::metrics::mean(&kings)),
+        ),
+        (
+            "margin vs the king".to_string(),
+            format!(
+                "{}{}",
+                fmt(s.margin_vs_king),
+                s.interval
+                    .map_or(String::new(), |i| format!(" +/- {i:.3} (95%)"))
+            ),
+        ),
+        (
+            "duel margin to clear".to_string(),
+            format!("{}", s.required_win_margin),
+        ),
+        (
+            "paired samples to resolve it (80% power)".to_string(),
+            s.samples_needed.map_or("n/a".into(), |n| n.to_string()),
+        ),
+        ("would it win?".to_string(), resolved),
+    ] {
+        t.add_row(vec![m, v]);
+    }
+    println!("{t}");
+    let looped: Vec<&crate::scorer::score::ScoredRun> =
+        s.runs.iter().filter(|r| r.loop_verdict).collect();
+    println!(
+        "loops (the validator's verdict; a looping model gets its hotkey banned): {} of {} runs",
+        looped.len(),
+        s.runs.len()
+    );
+    for r in looped {
+        println!("  {} on {}", r.file, r.sample_id);
+    }
+    let mut fallen: Vec<&crate::scorer::score::ScoredRun> =
+        s.runs.iter().filter(|r| r.catastrophic).collect();
+    fallen.sort_by(|a, b| a.predicted_score.total_cmp(&b.predicted_score));
+    println!(
+        "falls apart (predicted < {}) on {} of {} runs; the flag's held-out precision {} (reference {REFERENCE_CATASTROPHIC_PRECISION})",
+        crate::scorer::report::CATASTROPHIC,
+        fallen.len(),
+        s.runs.len(),
+        fmt(s.catastrophic_precision)
+    );
+    if !fallen.is_empty() {
+        let mut t = table(&["sample", "run", "predicted", "king judged"]);
+        for r in fallen {
+            t.add_row(vec![
+                r.sample_id.clone(),
+                r.file.clone(),
+                format!("{:.3}", r.predicted_score),
+                fmt(r.king_score),
+            ]);
+        }
+        println!("{t}");
+    }
+    for n in &s.notes {
+        println!("note: {n}");
+    }
 }
 
 fn table(header: &[&str]) -> Table {

@@ -1,6 +1,7 @@
 //! Sinks: files other tools train on.
 
 pub mod manifest;
+pub mod samples;
 pub mod sft;
 pub mod verl;
 

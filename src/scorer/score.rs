@@ -58,8 +58,10 @@ pub struct ScoreSummary {
     /// 95% half-width of the mean margin, from the calibration's per-sample error.
     pub interval: Option<f64>,
     pub required_win_margin: f64,
-    /// Paired samples needed for the interval to resolve the margin.
+    /// Paired samples needed to resolve the margin at 80% power.
     pub samples_needed: Option<u64>,
+    /// The held-out precision of the catastrophic flag (calibration report).
+    pub catastrophic_precision: Option<f64>,
     pub notes: Vec<String>,
     /// The runs' feature rows, as `scorer_features` holds a judged side's.
     #[serde(skip)]
@@ -446,6 +448,7 @@ fn summarize(
         interval,
         required_win_margin: margin,
         samples_needed,
+        catastrophic_precision: report.as_ref().and_then(|r| r.catastrophic_precision),
         runs: scored,
         notes,
         features: rows.to_vec(),

@@ -200,6 +200,79 @@ fn scorer_fits_evaluates_labels_and_scores_on_a_synthetic_corpus() {
     };
     assert_eq!(strip(&mine), strip(&judged));
 
+    // Before submitting: the known samples a model continues, and the batch
+    // report of runs on them against the judged king.
+    let out = tmp.path().join("samples");
+    let o = ok(run(
+        &lake,
+        &[
+            "export",
+            "samples",
+            "--out",
+            out.to_str().unwrap(),
+            "--n",
+            "5",
+        ],
+    ));
+    assert!(stdout(&o).contains("exported 5 samples"), "{}", stdout(&o));
+    let exported: Vec<serde_json::Value> = std::fs::read_to_string(out.join("samples.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let ids: Vec<&str> = exported
+        .iter()
+        .map(|e| e["sample_id"].as_str().unwrap())
+        .collect();
+    let mut sorted = ids.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(ids, sorted, "one per sample id, in order");
+    for e in &exported {
+        let king = sql(
+            &lake,
+            &format!(
+                "SELECT prompt_text, score FROM trajectories WHERE side = 'previous_king' \
+                 AND sample_id = '{}' AND eval_run_id = '{}'",
+                e["sample_id"].as_str().unwrap(),
+                e["eval_run_id"].as_str().unwrap()
+            ),
+        );
+        assert_eq!(e["prompt"], king[0][0].as_str());
+        assert!(e["prompt"]
+            .as_str()
+            .unwrap()
+            .ends_with("<|im_start|>assistant\n<think>\n"));
+        let messages = e["messages"].as_array().unwrap();
+        assert!(
+            !messages.is_empty()
+                && messages
+                    .iter()
+                    .all(|m| m["role"] != "assistant" || m["content"].is_string())
+        );
+        let first_user = messages.iter().find(|m| m["role"] == "user").unwrap();
+        assert_eq!(e["task"], first_user["content"]);
+    }
+    let batch = stdout(&ok(run(
+        &lake,
+        &["scorer", "report", run_file.to_str().unwrap()],
+    )));
+    for part in [
+        "margin vs the king",
+        "paired samples to resolve it (80% power)",
+        "would it win?",
+        "loops (the validator's verdict",
+        "falls apart (predicted < 0.35)",
+        "(reference 0.820)",
+    ] {
+        assert!(batch.contains(part), "{part}: {batch}");
+    }
+    let r = json(&ok(run(
+        &lake,
+        &["scorer", "report", run_file.to_str().unwrap(), "--json"],
+    )));
+    assert_eq!(r["catastrophic_precision"], c["catastrophic_precision"]);
+
     // A sample id that is not in the lake is refused, naming the file.
     let o = run(
         &lake,
