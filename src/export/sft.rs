@@ -680,7 +680,7 @@ pub struct SftWriter<W: Write + Send> {
 
 enum Sink<W: Write + Send> {
     Jsonl(W),
-    Parquet(parquet::arrow::ArrowWriter<W>),
+    Parquet(Box<parquet::arrow::ArrowWriter<W>>),
 }
 
 impl<W: Write + Send> SftWriter<W> {
@@ -693,11 +693,11 @@ impl<W: Write + Send> SftWriter<W> {
                 let props = parquet::file::properties::WriterProperties::builder()
                     .set_max_row_group_row_count(Some(PARQUET_ROW_GROUP))
                     .build();
-                Sink::Parquet(parquet::arrow::ArrowWriter::try_new(
+                Sink::Parquet(Box::new(parquet::arrow::ArrowWriter::try_new(
                     w,
                     parquet_schema(),
                     Some(props),
-                )?)
+                )?))
             }
         };
         Ok(SftWriter {

@@ -76,6 +76,11 @@ pub fn serve_corpus(server: &Server, dir: &Path) -> Corpus {
     }
 }
 
+/// Serve `dashboard` at `/dashboard.json`.
+fn http_dashboard(server: &Server, dashboard: &Value) {
+    server.serve("/dashboard.json", serde_json::to_vec(dashboard).unwrap());
+}
+
 pub fn harvest(dashboard: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
     bin()
         .arg("harvest")
@@ -289,14 +294,28 @@ fn an_untrusted_dashboard_cannot_write_outside_out_or_fetch_elsewhere() {
     let verdict_2 = url_path(2, &c.runs[2], "verdict.json");
     let elsewhere = format!("http://localhost:{}{verdict_2}", server.addr.port());
     server.fault(&verdict_2, Fault::RedirectTo(elsewhere.clone()));
-    std::fs::write(&c.dashboard, serde_json::to_vec(&d).unwrap()).unwrap();
+    // The dashboard by its URL, as the dashboard serves it.
+    http_dashboard(&server, &d);
+    let url = server.url("/dashboard.json");
 
     let out = tmp.path().join("nested/out");
-    let o = harvest(&c.dashboard, &out, &["--retries", "0"]);
+    let o = bin()
+        .args([
+            "harvest",
+            &url,
+            "--out",
+            out.to_str().unwrap(),
+            "--retries",
+            "0",
+        ])
+        .output()
+        .unwrap();
     assert!(!o.status.success());
     let (text, err) = (stdout(&o), stderr(&o));
     assert!(
-        err.contains("eval_runs[0].eval_run_id: \"../escaped\" is not one path component"),
+        err.contains(&format!(
+            "{url}: eval_runs[0].eval_run_id: \"../escaped\" is not one path component"
+        )),
         "{err}"
     );
     assert!(text.contains("only http(s) URLs are fetched"), "{text}");

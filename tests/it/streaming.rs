@@ -9,6 +9,8 @@ use std::process::Stdio;
 
 /// Run `turnlake --lake LAKE ARGS` to completion and return its peak RSS in
 /// KiB, from the kernel's accounting of that one child (`wait4`).
+// The child is reaped by `wait4` below, which std's `wait` cannot stand in for.
+#[allow(clippy::zombie_processes)]
 fn peak_rss_kib(lake: &Path, args: &[&str]) -> i64 {
     let log = tempfile::NamedTempFile::new().unwrap();
     // A small stream budget, so that 4x the mix is far beyond it.
