@@ -1,10 +1,10 @@
 //! Command-line definitions: clap arguments turned into calls of `cmd::*`.
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 use crate::cmd;
-use crate::output::Format;
+use crate::cmd::LakeArg;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -35,7 +35,7 @@ pub enum Command {
     /// Read raw inputs into the lake's tables.
     Ingest {
         #[command(subcommand)]
-        source: IngestSource,
+        source: cmd::ingest::IngestSource,
     },
     /// Run SQL over every table, with the turn-rule UDFs.
     Sql(cmd::sql::SqlArgs),
@@ -96,85 +96,6 @@ pub enum Command {
     },
 }
 
-#[derive(Debug, Subcommand)]
-pub enum IngestSource {
-    /// Albedo eval-run folders (or folders of them): local paths or s3:// prefixes.
-    Albedo {
-        /// Ingest even when an artifact's sha256 differs from verdict.json.
-        #[arg(long)]
-        no_verify: bool,
-        /// The dashboard's dashboard.json (local or s3://): who played each
-        /// run, for runs without their own dashboard-entry.json.
-        #[arg(long)]
-        dashboard: Option<String>,
-        #[arg(required = true)]
-        paths: Vec<String>,
-    },
-    /// mini-coder Parquet shards or JSONL files (or folders of them), local or s3://.
-    MiniCoder {
-        #[arg(required = true)]
-        paths: Vec<String>,
-    },
-    /// mini-swe-agent *.traj.json files (or folders of them, such as a
-    /// `mini-extra swebench` output folder), local or s3://. A changed file
-    /// (a `--redo-existing` rerun) replaces the trajectory it gave before.
-    Mswea {
-        #[arg(required = true)]
-        paths: Vec<String>,
-    },
-    /// SWE-bench reports of one's own runs (the harness's run report,
-    /// sb-cli's, or folders of per-instance report.json): set `verified` of
-    /// the mswea trajectories of each judged instance.
-    SwebenchResults {
-        /// Only the trajectories whose files lie under this folder (one batch run).
-        #[arg(long)]
-        under: Option<String>,
-        #[arg(required = true)]
-        paths: Vec<String>,
-    },
-}
-
-/// Output formats for tables of results.
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum FormatArg {
-    Table,
-    Csv,
-    Json,
-    Ndjson,
-    Parquet,
-}
-
-impl From<FormatArg> for Format {
-    fn from(f: FormatArg) -> Self {
-        match f {
-            FormatArg::Table => Format::Table,
-            FormatArg::Csv => Format::Csv,
-            FormatArg::Json => Format::Json,
-            FormatArg::Ndjson => Format::Ndjson,
-            FormatArg::Parquet => Format::Parquet,
-        }
-    }
-}
-
-/// Where the lake is and which commit of it to read.
-#[derive(Debug, Clone)]
-pub struct LakeArg {
-    pub root: String,
-    pub as_of: Option<String>,
-    pub cluster: Option<String>,
-}
-
-impl LakeArg {
-    /// The lake, pinned to `--as-of` when given.
-    pub async fn open(&self) -> anyhow::Result<crate::lake::Lake> {
-        let lake = match &self.as_of {
-            Some(at) => crate::lake::Lake::open_as_of(&self.root, at).await?,
-            None => crate::lake::Lake::open(&self.root)?,
-        };
-        Ok(lake.with_cluster(self.cluster.clone()))
-    }
-}
-
 /// Parse the process arguments and run the command.
 pub fn run() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
@@ -225,12 +146,19 @@ fn limit_malloc_arenas() {
     }
 }
 
+impl Cli {
+    /// The lake the global options name.
+    pub fn lake_arg(&self) -> LakeArg {
+        LakeArg {
+            root: self.lake.clone(),
+            as_of: self.as_of.clone(),
+            cluster: self.cluster.clone(),
+        }
+    }
+}
+
 async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
-    let lake = LakeArg {
-        root: cli.lake.clone(),
-        as_of: cli.as_of.clone(),
-        cluster: cli.cluster.clone(),
-    };
+    let lake = cli.lake_arg();
     match cli.command {
         Command::Harvest(args) => cmd::harvest::run(args).await,
         Command::Ingest { source } => cmd::ingest::run(&lake, source).await,

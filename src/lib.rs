@@ -12,6 +12,7 @@ pub mod cli;
 pub mod cluster;
 pub mod cmd;
 pub mod columns;
+pub mod digest;
 pub mod engine;
 pub mod entry;
 pub mod export;

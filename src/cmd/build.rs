@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use super::export::{export_sft, manifest_path};
 use super::validate::ValidateArgs;
-use crate::cli::LakeArg;
+use crate::cmd::LakeArg;
 use crate::export::{manifest, sft};
 use crate::lake::Lake;
 use crate::pipeline::credit::{self, CreditConfig};
@@ -140,9 +140,7 @@ fn up_to_date(
     recorded.as_ref().is_some_and(|r| {
         &r["inputs"] == inputs
             && &r["params"] == params
-            && sql.is_none_or(|sql| {
-                r["sql_sha256"] == crate::source::derive::sha256_hex(sql.as_bytes())
-            })
+            && sql.is_none_or(|sql| r["sql_sha256"] == crate::digest::sha256_hex(sql.as_bytes()))
     })
 }
 

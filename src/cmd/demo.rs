@@ -112,7 +112,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     }
 
     println!("\n== tables");
-    super::tables::run(&crate::cli::LakeArg {
+    super::tables::run(&crate::cmd::LakeArg {
         root: lake.root().to_string(),
         as_of: None,
         cluster: None,
@@ -230,7 +230,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         "[inputs]\nalbedo = [\"corpus/albedo\"]\nmini_coder = [\"corpus/mini-coder\"]\nmswea = [\"corpus/mswea\"]\n\n[outputs]\nsft = \"sft_mix.jsonl\"\n",
     )?;
     super::build::run(
-        &crate::cli::LakeArg {
+        &crate::cmd::LakeArg {
             root: lake.root().to_string(),
             as_of: None,
             cluster: None,

@@ -7,7 +7,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::cli::LakeArg;
+use crate::cmd::LakeArg;
 use crate::export::manifest;
 use crate::export::sft::{self, SftFormat};
 use crate::export::verl;

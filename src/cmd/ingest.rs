@@ -1,12 +1,50 @@
 //! `turnlake ingest albedo|mini-coder|mswea|swebench-results PATH...`
 
 use anyhow::Context;
+use clap::Subcommand;
 use std::process::ExitCode;
 
-use crate::cli::IngestSource;
-use crate::cli::LakeArg;
+use crate::cmd::LakeArg;
 use crate::pipeline::ingest::{ingest, IngestReport, InputKind};
 use crate::storage::Location;
+
+#[derive(Debug, Subcommand)]
+pub enum IngestSource {
+    /// Albedo eval-run folders (or folders of them): local paths or s3:// prefixes.
+    Albedo {
+        /// Ingest even when an artifact's sha256 differs from verdict.json.
+        #[arg(long)]
+        no_verify: bool,
+        /// The dashboard's dashboard.json (local or s3://): who played each
+        /// run, for runs without their own dashboard-entry.json.
+        #[arg(long)]
+        dashboard: Option<String>,
+        #[arg(required = true)]
+        paths: Vec<String>,
+    },
+    /// mini-coder Parquet shards or JSONL files (or folders of them), local or s3://.
+    MiniCoder {
+        #[arg(required = true)]
+        paths: Vec<String>,
+    },
+    /// mini-swe-agent *.traj.json files (or folders of them, such as a
+    /// `mini-extra swebench` output folder), local or s3://. A changed file
+    /// (a `--redo-existing` rerun) replaces the trajectory it gave before.
+    Mswea {
+        #[arg(required = true)]
+        paths: Vec<String>,
+    },
+    /// SWE-bench reports of one's own runs (the harness's run report,
+    /// sb-cli's, or folders of per-instance report.json): set `verified` of
+    /// the mswea trajectories of each judged instance.
+    SwebenchResults {
+        /// Only the trajectories whose files lie under this folder (one batch run).
+        #[arg(long)]
+        under: Option<String>,
+        #[arg(required = true)]
+        paths: Vec<String>,
+    },
+}
 
 pub async fn run(lake: &LakeArg, source: IngestSource) -> anyhow::Result<ExitCode> {
     let lake = lake.open().await?;

@@ -4,7 +4,7 @@ use clap::Args;
 use comfy_table::Table;
 use std::process::ExitCode;
 
-use crate::cli::LakeArg;
+use crate::cmd::LakeArg;
 use crate::lake::maintain::{self, Maintenance};
 
 #[derive(Debug, Args)]

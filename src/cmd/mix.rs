@@ -7,7 +7,7 @@ use comfy_table::Table;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::cli::LakeArg;
+use crate::cmd::LakeArg;
 use crate::pipeline::mix::{build, MixReport};
 
 #[derive(Debug, Args)]

@@ -21,6 +21,25 @@ pub mod tokenizer;
 pub mod train;
 pub mod validate;
 
+/// Where the lake is and which commit of it to read.
+#[derive(Debug, Clone)]
+pub struct LakeArg {
+    pub root: String,
+    pub as_of: Option<String>,
+    pub cluster: Option<String>,
+}
+
+impl LakeArg {
+    /// The lake, pinned to `--as-of` when given.
+    pub async fn open(&self) -> anyhow::Result<crate::lake::Lake> {
+        let lake = match &self.as_of {
+            Some(at) => crate::lake::Lake::open_as_of(&self.root, at).await?,
+            None => crate::lake::Lake::open(&self.root)?,
+        };
+        Ok(lake.with_cluster(self.cluster.clone()))
+    }
+}
+
 /// A TOML config from `(name, text)`, or the embedded default; errors name the file.
 pub fn parse_config<T>(
     file: Option<(String, String)>,

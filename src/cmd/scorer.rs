@@ -6,7 +6,7 @@ use clap::{Args, Subcommand};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use std::process::ExitCode;
 
-use crate::cli::LakeArg;
+use crate::cmd::LakeArg;
 use crate::scorer::model::FitParams;
 use crate::scorer::report::ChecklistReport;
 use crate::scorer::score::ScoreSummary;

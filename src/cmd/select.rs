@@ -6,7 +6,7 @@ use comfy_table::Table;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::cli::LakeArg;
+use crate::cmd::LakeArg;
 use crate::pipeline::select::{build, SelectConfig, SelectSummary};
 
 #[derive(Debug, Args)]

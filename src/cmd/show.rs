@@ -7,7 +7,7 @@ use comfy_table::{Cell, Color, Table};
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
-use crate::cli::LakeArg;
+use crate::cmd::LakeArg;
 use crate::pipeline::show::{show, TrajectoryView, TurnView, Which};
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]

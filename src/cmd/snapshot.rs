@@ -6,7 +6,7 @@ use comfy_table::Table;
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 
-use crate::cli::LakeArg;
+use crate::cmd::LakeArg;
 use crate::engine;
 use crate::lake::{snapshot, Lake, LakeCommit};
 

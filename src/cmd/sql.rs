@@ -5,14 +5,13 @@
 //! does, creates its views (writing no table) and answers the query over them.
 
 use anyhow::{bail, Context};
-use clap::Args;
+use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::cli::FormatArg;
-use crate::cli::LakeArg;
+use crate::cmd::LakeArg;
 use crate::engine;
-use crate::output::write_batches;
+use crate::output::{write_batches, Format};
 use crate::pipeline::sqlstep::statements;
 
 #[derive(Debug, Args)]
@@ -144,4 +143,26 @@ pub async fn run(lake: &LakeArg, args: SqlArgs) -> anyhow::Result<ExitCode> {
         None => write_batches(std::io::stdout(), &last, args.format.into())?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Output formats for tables of results.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum FormatArg {
+    Table,
+    Csv,
+    Json,
+    Ndjson,
+    Parquet,
+}
+
+impl From<FormatArg> for Format {
+    fn from(f: FormatArg) -> Self {
+        match f {
+            FormatArg::Table => Format::Table,
+            FormatArg::Csv => Format::Csv,
+            FormatArg::Json => Format::Json,
+            FormatArg::Ndjson => Format::Ndjson,
+            FormatArg::Parquet => Format::Parquet,
+        }
+    }
 }

@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::cli::LakeArg;
+use crate::cmd::LakeArg;
 use crate::pipeline::stats::{report, Report};
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]

@@ -3,7 +3,7 @@
 use comfy_table::Table;
 use std::process::ExitCode;
 
-use crate::cli::LakeArg;
+use crate::cmd::LakeArg;
 use crate::engine;
 
 pub async fn run(lake: &LakeArg) -> anyhow::Result<ExitCode> {

@@ -6,7 +6,7 @@ use comfy_table::Table;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::cli::LakeArg;
+use crate::cmd::LakeArg;
 use crate::engine;
 use crate::export::sft;
 use crate::lake::Lake;
@@ -189,11 +189,10 @@ impl ValidateArgs {
 pub fn params(args: &ValidateArgs) -> serde_json::Value {
     // A file's content, not its path, decides what validate would say.
     let digest = |p: &Option<PathBuf>| {
-        p.as_ref()
-            .map(|p| match crate::export::manifest::hash_file(p) {
-                Ok((_, sha)) => sha,
-                Err(e) => format!("unreadable: {e}"),
-            })
+        p.as_ref().map(|p| match crate::digest::hash_file(p) {
+            Ok((_, sha)) => sha,
+            Err(e) => format!("unreadable: {e}"),
+        })
     };
     serde_json::json!({
         "table": args.table,

@@ -4,9 +4,7 @@
 //! byte for byte and say which file differs when it cannot.
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::Path;
 
 use crate::lake::{Lake, LakeError};
@@ -39,31 +37,10 @@ pub struct Manifest {
     pub files: Vec<FileEntry>,
 }
 
-/// sha256 and size of a file, read in chunks.
-pub fn hash_file(path: &Path) -> std::io::Result<(u64, String)> {
-    hash_reader(std::fs::File::open(path)?)
-}
-
-/// sha256 and size of everything `f` yields, read in chunks.
-pub fn hash_reader(mut f: impl Read) -> std::io::Result<(u64, String)> {
-    let mut h = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    let mut size = 0u64;
-    loop {
-        let n = f.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        size += n as u64;
-        h.update(&buf[..n]);
-    }
-    Ok((size, hex::encode(h.finalize())))
-}
-
 /// The entry of a written file: `name` as the manifest lists it, the bytes of `local`.
 pub fn entry(name: &str, local: &Path) -> Result<FileEntry, ManifestError> {
-    let (size, sha256) =
-        hash_file(local).map_err(|e| ManifestError::Io(local.display().to_string(), e))?;
+    let (size, sha256) = crate::digest::hash_file(local)
+        .map_err(|e| ManifestError::Io(local.display().to_string(), e))?;
     Ok(FileEntry {
         path: name.to_string(),
         size,
@@ -140,7 +117,10 @@ pub async fn verify(manifest: &Manifest, dir: &Location) -> Vec<String> {
     let check = move || {
         let mut bad = Vec::new();
         for f in &files {
-            let hashed = dir.join(&f.path).open_blocking().and_then(hash_reader);
+            let hashed = dir
+                .join(&f.path)
+                .open_blocking()
+                .and_then(crate::digest::hash_reader);
             match hashed {
                 Ok((size, sha)) if size == f.size && sha == f.sha256 => {}
                 Ok((size, sha)) => bad.push(format!(

@@ -122,8 +122,7 @@ pub fn staging_for(out: &Location) -> PathBuf {
     match out.as_local() {
         Some(p) => p.join(".harvest"),
         None => {
-            use sha2::{Digest, Sha256};
-            let key = hex::encode(Sha256::digest(out.to_string().as_bytes()));
+            let key = crate::digest::sha256_hex(out.to_string().as_bytes());
             std::env::temp_dir().join(format!("turnlake-harvest-{}", &key[..16]))
         }
     }
@@ -355,7 +354,7 @@ async fn already_complete(at: &Location, size: u64, file: &Wanted) -> bool {
 
 async fn sha256_of(p: &Path) -> std::io::Result<String> {
     let p = p.to_path_buf();
-    tokio::task::spawn_blocking(move || crate::export::manifest::hash_file(&p).map(|(_, sha)| sha))
+    tokio::task::spawn_blocking(move || crate::digest::hash_file(&p).map(|(_, sha)| sha))
         .await
         .map_err(std::io::Error::other)?
 }

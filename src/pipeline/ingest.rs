@@ -290,7 +290,7 @@ fn input_files(inputs: &Inputs) -> std::io::Result<Vec<InputFile>> {
         .map(|e| {
             let (size, sha256) = match e.location.as_local() {
                 Some(p) => {
-                    let (size, sha) = crate::export::manifest::hash_file(p)?;
+                    let (size, sha) = crate::digest::hash_file(p)?;
                     (size, Some(sha))
                 }
                 None => (e.size, None),

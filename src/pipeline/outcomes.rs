@@ -98,7 +98,7 @@ pub async fn ingest(
             };
             IngestError::Reader(format!("{path}{at}: {}", e.reason))
         })?;
-        let sha = crate::source::derive::sha256_hex(&bytes);
+        let sha = crate::digest::sha256_hex(&bytes);
         inputs.push(InputFile {
             path: path.clone(),
             size: bytes.len() as u64,

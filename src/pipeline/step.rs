@@ -81,7 +81,7 @@ impl Step {
             "inputs": pinned,
             "params": params,
             "sql": sql_file,
-            "sql_sha256": crate::source::derive::sha256_hex(sql.as_bytes()),
+            "sql_sha256": crate::digest::sha256_hex(sql.as_bytes()),
         });
         Ok(Step {
             lake: lake.clone(),

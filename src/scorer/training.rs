@@ -10,8 +10,8 @@ use super::split::{Part, Split};
 use super::store::ModelMeta;
 use super::{ScorerError, ScorerResult};
 use crate::columns;
+use crate::digest::sha256_hex;
 use crate::lake::View;
-use crate::source::derive::sha256_hex;
 
 /// Shares of eval runs held out for testing and for early stopping.
 #[derive(Debug, Clone, Copy)]

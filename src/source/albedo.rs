@@ -225,7 +225,7 @@ pub fn read_run(
         .zip(run.artifacts.get(VERDICT))
         .map(|(bytes, e)| Artifact {
             entry: e.clone(),
-            sha: hex::encode(Sha256::digest(bytes)),
+            sha: crate::digest::sha256_hex(bytes),
             records: 1,
         });
     let generated = scan(run.artifacts.get(GENERATED))?;

@@ -3,6 +3,8 @@
 
 use sha2::{Digest, Sha256};
 
+use crate::digest::sha256_hex;
+
 use super::json::{FieldError, FieldResult};
 use super::rows::{MessageRow, TrajectoryRow, TurnRow};
 use crate::turn::{
@@ -103,10 +105,6 @@ pub struct TrajectoryRows {
     pub trajectory: TrajectoryRow,
     pub messages: Vec<MessageRow>,
     pub turns: Vec<TurnRow>,
-}
-
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
 }
 
 /// Hex digits of a sha256 the lake stores per message (`content_sha`) and per

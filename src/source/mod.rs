@@ -58,7 +58,8 @@ pub fn reject(
     raw: &[u8],
 ) -> Record {
     let input_file = file.to_string();
-    let reject_id = derive::sha256_hex(format!("{input_file}\0{line:?}\0{field:?}").as_bytes());
+    let reject_id =
+        crate::digest::sha256_hex(format!("{input_file}\0{line:?}\0{field:?}").as_bytes());
     Record::Reject(RejectRow {
         reject_id,
         source: source.to_string(),

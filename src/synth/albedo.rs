@@ -3,7 +3,6 @@
 //! sizes match the files written.
 
 use serde_json::{json, Map, Value};
-use sha2::{Digest, Sha256};
 use std::io::Write;
 use std::path::Path;
 
@@ -408,7 +407,7 @@ pub fn write_run(
     }
     let meta = |name: &str, bytes: &[u8]| {
         json!({"bucket": "albedo", "content_type": "application/x-ndjson",
-               "sha256": format!("sha256:{}", hex::encode(Sha256::digest(bytes))),
+               "sha256": format!("sha256:{}", crate::digest::sha256_hex(bytes)),
                "size_bytes": bytes.len(), "uri": format!("s3://albedo/eval/{eval_run_id}/{name}")})
     };
     let n = samples.max(1) as f64;

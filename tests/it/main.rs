@@ -10,6 +10,7 @@ mod common;
 mod credit;
 mod demo;
 mod harvest;
+mod house;
 mod ingest;
 mod lake;
 mod loopback_http;

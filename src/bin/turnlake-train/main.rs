@@ -12,9 +12,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use train::run::{self, TrainConfig};
-use turnlake::cli::{Cli, Command, LakeArg};
+use turnlake::cli::{Cli, Command};
 use turnlake::cmd::mix::{MixArgs, MixCommand, SweepArgs};
 use turnlake::cmd::train::{DeviceArg, TrainArgs};
+use turnlake::cmd::LakeArg;
 use turnlake::tokenize::template::ChatTemplate;
 
 fn main() -> ExitCode {
@@ -23,11 +24,7 @@ fn main() -> ExitCode {
 
 fn run() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
-    let lake = LakeArg {
-        root: cli.lake,
-        as_of: cli.as_of,
-        cluster: cli.cluster,
-    };
+    let lake = cli.lake_arg();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

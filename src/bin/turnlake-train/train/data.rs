@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use turnlake::source::derive::sha256_hex;
+use turnlake::digest::sha256_hex;
 use turnlake::tokenize::template::{ChatTemplate, Message};
 use turnlake::tokenize::TextEncoder;
 
