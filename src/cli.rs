@@ -113,10 +113,9 @@ pub fn run() -> anyhow::Result<ExitCode> {
 /// (unless `DELTARS_WRITER_BATCH_CHANNEL_SIZE` says otherwise; delta-rs
 /// reads it once, so it is set before any thread starts). Its default, 10,
 /// fills whenever the writer (dictionaries, zstd) is slower than the query
-/// that feeds it, which a large write is and a small one never gets to:
-/// about 25 MB of `sft_mix` waited at 4x the reference corpus and none at
-/// 1x (`mix` at 4x peaked at 169-180 MB with 10, 165-172 MB with 2). Two
-/// still keep the query one batch ahead of the writer.
+/// that feeds it, which a large write is and a small one never gets to, so
+/// a large write's memory grew with the queue (figures in bench/README.md).
+/// Two still keep the query one batch ahead of the writer.
 const LAKE_WRITE_QUEUE_BATCHES: &str = "2";
 
 fn bound_lake_write_queue() {
@@ -130,12 +129,11 @@ fn bound_lake_write_queue() {
 
 /// One glibc malloc arena per core, set before any thread starts (unless
 /// `MALLOC_ARENA_MAX` says otherwise). With glibc's default of eight per
-/// core, each tokio and rayon thread keeps freed memory in a heap of its own:
-/// at 4x the reference corpus `export sft` held 385 MB resident for a live
-/// heap under 200 MB; with one arena per core, 309 MB, in the same time.
-/// Ingest (and `build`, which ingests) parses on every core and allocates
-/// from every thread: with one arena per core it ran 5-12% slower, so it
-/// keeps glibc's default.
+/// core, each tokio and rayon thread keeps freed memory in a heap of its own,
+/// and a process holds far more resident than it uses. Ingest (and `build`,
+/// which ingests) parses on every core and allocates from every thread, and
+/// ran slower with one arena per core, so it keeps glibc's default (figures
+/// in bench/README.md).
 fn limit_malloc_arenas() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     if std::env::var_os("MALLOC_ARENA_MAX").is_none() {

@@ -29,9 +29,8 @@ pub enum Strings {
     /// Plain strings: a join's build side or a buffered batch holds only its
     /// rows' bytes. A view keeps the whole page it was cut from, and a
     /// concatenation of views copies that page once per batch, so a step's
-    /// joins over views can hold many times their data (`sql/credit.sql` at
-    /// 4x the reference corpus: 137 s and 14 GB with views, 11 s and 1.3 GB
-    /// plain). Every step (`pipeline::step`), the streams of `validate` and
+    /// joins over views can hold many times their data, and run slower
+    /// (bench/README.md). Every step (`pipeline::step`), the streams of `validate` and
     /// `export` (`bounded_session`) and every cluster use these.
     Plain,
 }

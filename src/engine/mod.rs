@@ -127,8 +127,7 @@ pub async fn bounded_session(
     // to merge what it spilled.
     // Plain strings, as in a step: the joins of a stream build on the rows
     // it reads, and over views each batch a join put out kept buffers of its
-    // own (`export sft` at 4x the reference corpus: heap peak 493 MB with
-    // views, 171 MB plain, 0.24 GB of it for the 0.18M train turns' join).
+    // own, several times the rows' bytes.
     sorting_within(lake, limit, budget::SpillingBudget::new, |config| {
         config.with_target_partitions(1).with_batch_size(batch_rows)
     })
@@ -187,9 +186,9 @@ async fn sorting_within(
 /// How many bytes of Parquet footers a session keeps between the scans of a
 /// file. On a local lake none: reading a footer again costs a few
 /// microseconds, and DataFusion's default cache (50 MB) filled with every
-/// file a step read, so a step's memory grew with the lake (`select` at 4x
-/// the reference corpus: 442 MB with it, 368 MB without, and faster). On an
-/// object store each footer read is a request, so the default stays.
+/// file a step read, so a step's memory grew with the lake (and it ran no
+/// faster). On an object store each footer read is a request, so the
+/// default stays.
 fn metadata_cache(lake: &Lake) -> usize {
     match lake.root().scheme() {
         "file" => 0,

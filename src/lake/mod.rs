@@ -89,9 +89,8 @@ pub fn conform(schema: &TableSchema, batch: &RecordBatch) -> LakeResult<RecordBa
 /// size. A writer holds its whole row group until the group ends, and
 /// Parquet's default ends one only at 1M rows, so a write's memory grew with
 /// its table (`sft_mix`, the products, a compaction). 4 MB keeps that term
-/// fixed and leaves groups of 1.6–2.5 MB compressed in `turns` and
-/// `messages`, which scan as fast as whole files (1 MB: groups of 0.2 MB, a
-/// lake 11% larger and `sql` over `turns` slower than DuckDB).
+/// fixed and leaves compressed groups that scan as fast as whole files;
+/// smaller groups made the lake larger and scans slower (bench/README.md).
 pub(crate) const ROW_GROUP_BYTES: usize = 4 << 20;
 
 /// How every lake file is written: zstd (transcripts compress several times

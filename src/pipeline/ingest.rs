@@ -120,11 +120,9 @@ struct Known {
 }
 
 /// The trajectory ids a lake holds and this ingest added, each as a 128-bit
-/// digest: 1.6 million mini-coder ids held as strings were 0.2 GB of
-/// `ingest` at 4×, and Albedo's 160,000 (kept whole so that an eval run
-/// that changed could drop its own) grew `ingest albedo` by 20 MB from 1×
-/// to 4×. Albedo's are kept per eval run, so that a changed run can drop
-/// its own.
+/// digest: held as strings, the ids of a large lake were a large share of
+/// `ingest`'s memory. Albedo's are kept per eval run, so that a changed run
+/// can drop its own.
 #[derive(Default)]
 struct KnownTrajectories {
     albedo: HashMap<u128, HashSet<u128>>,

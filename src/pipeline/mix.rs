@@ -85,16 +85,15 @@ pub struct MixReport {
 /// sort of every row sft_mix keeps. That sort gets two partitions' worth,
 /// about three batches of rows (8,192 rows of sft_mix take about 2.5 MB),
 /// which it must hold whole.
-/// Small, so that the mix spills at 1x the reference corpus as at 4x, and
-/// its memory is the budget's, not the mix's (with 16 MB it held the whole
-/// mix at 1x and spilled at 4x: 34 MB of heap reading its spills back).
+/// Small, so that the mix spills at every scale alike and its memory is the
+/// budget's, not the mix's (a larger budget held a small mix whole and
+/// spilled a large one, with more heap reading the spills back).
 const SORT_BUDGET: usize = 4 << 20;
 
 /// Rows of sft_mix per chunk of the report, about: a chunk's joins hold its
 /// rows and their train turns (about 0.7 kB a row), so they stay near 7 MB
 /// however large the mix. Small, so that a chunk's size hardly depends on
-/// how the mix divides into chunks (with 40,000, chunks held 24,000 rows at
-/// 1x the reference corpus and 36,000 at 4x).
+/// how the mix divides into chunks.
 const REPORT_CHUNK_ROWS: usize = 10_000;
 
 /// The tables sql/mix_report_input.sql reads besides `rows_in`.
@@ -288,8 +287,7 @@ struct CreditFigures {
 /// the rows and the turns and credit of their trajectories
 /// (sql/mix_report_input.sql) into a scratch folder, split by chunk; each
 /// chunk is then counted in a session of its own over its files. (A loop
-/// that read `turns` per chunk took chunks x turns: 6x the time at 4x the
-/// lake.)
+/// that read `turns` per chunk took chunks x turns.)
 async fn report(
     ctx: &SessionContext,
     available: BTreeMap<String, i64>,
@@ -419,10 +417,8 @@ fn reproduction(r: &MixReport, figures: &CreditFigures) -> Reproduction {
 /// not overlap: one table over their files, read one after another in
 /// row_id order, gives the mix its rows in order, with neither a sort (one
 /// that filled its budget and spilled at every scale) nor a merge (which
-/// kept batches of every product waiting while it read the first: heap
-/// peak 43 MB at 1x the reference corpus and 71 MB at 4x, against 39 and
-/// 51 MB read in sequence). Products not in order (an older lake) are read
-/// as they are, and sorted.
+/// kept batches of every product waiting while it read the first). Products
+/// not in order (an older lake) are read as they are, and sorted.
 ///
 /// The session then plans no round-robin repartition: the candidates flow
 /// in one stream through the joins with the quota and cut (a few rows) to

@@ -55,10 +55,9 @@ pub const KEEP_SQL: &str = include_str!("../../sql/finish_keep.sql");
 
 /// Mini-coder runs per part, about (the parts are `ceil(runs /
 /// PART_RUNS)` buckets of a hash): a part's joins hold an entry per run,
-/// verified or not (escape_mini takes every run's instance), about 0.5 kB
-/// each. Parts counted by verified runs held a third more runs at 4x the
-/// reference corpus than at 1x (176k against 132k: 9 and 3 parts), and
-/// `select`'s heap peak, a part's join, grew with them.
+/// verified or not (escape_mini takes every run's instance). Counted by
+/// verified runs instead, a part's runs, and with them `select`'s heap peak
+/// (a part's join), grew with the corpus.
 pub const PART_RUNS: usize = 100_000;
 
 /// How the selection splits its candidates: buckets of whole eval runs of at
@@ -211,8 +210,7 @@ pub async fn prepare_runs(
         ("finish_passing_submit", 0),
     ];
     // Instances with a finish_mini row that trains (one may have runs in
-    // several parts), by a 128-bit digest of their id: the lake's ids took
-    // 7 MB at 4x the reference corpus as strings in a BTreeSet.
+    // several parts), by a 128-bit digest of their id, smaller than the id.
     let mut instances = HashSet::new();
     for part in 0..parts.count() {
         let session = parts.session(ctx, part).await?;
