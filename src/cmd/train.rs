@@ -1,7 +1,8 @@
 //! `turnlake train --mix sft_mix --out runs/NAME` and `turnlake mix sweep`:
 //! the commands that train with libtorch. Their arguments are parsed here;
 //! they run in the `turnlake-train` binary beside this one, so every other
-//! command starts without loading libtorch (about 0.2 s and 130 MB per start).
+//! command starts without loading libtorch (whose start-up cost is in
+//! bench/README.md).
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};

@@ -59,9 +59,8 @@ pub fn keep_tables_in(ctx: &SessionContext, dir: &Path) {
 
 /// The write buffer of each scratch file being written. DataFusion's default
 /// (10 MiB) is sized for object-store upload parts; a scratch file goes to
-/// local disk, and with a few files open per table the default buffers were
-/// a third of `select`'s heap peak at 4x (54 of 146 MB); the mix report's
-/// pass, with a file open per part, held 15 MB of them at 4x, 4 MB at 1x.
+/// local disk, and with a few files open per table the default buffers
+/// were a large share of a step's heap (bench/README.md).
 const WRITE_BUFFER_BYTES: usize = 256 << 10;
 
 /// Where `ctx` keeps its tables, if it was given a folder.
@@ -73,11 +72,9 @@ pub fn scratch_of(ctx: &SessionContext) -> Option<Arc<ScratchTables>> {
 /// dictionaries, and one writer per file (a parallel writer buffers every
 /// column of a row group per thread). Their columns are mostly ids, each
 /// value distinct: a dictionary encoder interned every one of them before
-/// falling back, and with it the compressed dictionary page (19 of
-/// `select`'s 89 MB of heap at its peak at 1x). A zstd codec holds a
-/// compression and a decompression context per column of each open file
-/// (about 0.4 MB a column at level 1: 9 MB of `select`'s heap peak at 4x);
-/// LZ4 keeps none, and these files live minutes.
+/// falling back, and with it the compressed dictionary page. A zstd codec
+/// holds a compression and a decompression context per column of each open
+/// file; LZ4 keeps none, and these files live minutes (bench/README.md).
 pub fn parquet_options() -> TableParquetOptions {
     let mut options = TableParquetOptions::default();
     options.global.max_row_group_size = 64 * 1024;
@@ -131,16 +128,15 @@ pub async fn write(frame: DataFrame, folder: &Path) -> Result<()> {
 const MOST_PART_FILES: usize = 32;
 
 /// Rows held in row groups being filled, over every file of a split: each
-/// file's row groups are a share of this (`select`'s peak, 275 MB at 4x the
-/// reference corpus against 210 MB at 1x, was its split's). The files have
+/// file's row groups are a share of this, so a split's memory (once
+/// `select`'s peak) stays put however many files it writes. The files have
 /// no statistics: a file is read whole.
 const PART_BUFFERED_ROWS: usize = 64 * 1024;
 
 /// Row groups a split's file takes before it is closed and the next file
 /// of its part begins. A Parquet writer keeps the metadata of every row
-/// group it wrote until it closes (about 11 kB each): when one file took
-/// all of its part's rows, that was 14 MB of `select`'s heap at 4x the
-/// reference corpus, and grew with the input.
+/// group it wrote until it closes: when one file took all of its part's
+/// rows, that metadata grew with the input.
 const ROW_GROUPS_PER_FILE: usize = 32;
 
 /// The column a split computes each row's file into (not written).

@@ -110,9 +110,8 @@ const MESSAGE_BATCH_ROWS: usize = 512;
 
 /// Each row's place in row_id order (1, 2, ...), the key of its
 /// trajectory, the last message it reads and its train turns: what the
-/// stream's joins build on, a few dozen bytes a row. (With the rows' own
-/// strings there, their joins held about 200 bytes a row and 250 bytes a
-/// train turn: 47 MB at 4x the reference corpus, a third of that at 1x.)
+/// stream's joins build on, a few dozen bytes a row (with the rows' own
+/// strings there, several times that: bench/README.md).
 /// A key two trajectories share lets the other's messages and turns
 /// through, and the reader drops them by their `traj_id`. (`row_id` is
 /// unique in the mix and in each product, so every query numbers the rows
@@ -128,8 +127,7 @@ const ROWS_SQL: &str = "SELECT row_number() OVER (ORDER BY row_id) AS ord, \
 
 /// Bytes each sort of the rows, their train turns and credit holds before it
 /// spills (and validate's sort of the rows it keeps): small, so that they
-/// spill at 1x the reference corpus as at 4x and hold the budget, not the
-/// rows.
+/// spill at every scale alike and hold the budget, not the rows.
 pub(crate) const SMALL_SORT_BUDGET: usize = 4 << 20;
 /// Rows per batch of those queries: a spill file's merge holds one.
 pub(crate) const SMALL_BATCH_ROWS: usize = 1024;
