@@ -293,3 +293,27 @@ pub fn parquet_rows(path: &Path) -> Vec<serde_json::Value> {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
 }
+
+/// The lines of a JSONL file, each parsed.
+pub fn json_lines(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Credit the judged sides, then fit, evaluate and apply the local scorer:
+/// every unjudged turn gets its label.
+#[cfg(feature = "scorer")]
+pub fn fit_and_label(lake: &Path) {
+    for step in [
+        &["credit"][..],
+        &["scorer", "features"],
+        &["scorer", "fit"],
+        &["scorer", "eval"],
+        &["scorer", "label"],
+    ] {
+        ok(run(lake, step));
+    }
+}

@@ -394,14 +394,6 @@ fn given_tools(traj: &Value) -> bool {
         .is_none()
 }
 
-fn json_lines(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 /// `export verl --sources mswea` of the runs (beside a small synthetic
 /// Albedo and mini-coder corpus the turn-credit scorer is fitted on): each
 /// turn's prompt in trajectories.jsonl is the recorded messages before it,
@@ -418,15 +410,7 @@ fn verl_export_matches_the_record(by_instance: &BTreeMap<String, Value>, lake: &
             &["ingest", kind, corpus.join(dir).to_str().unwrap()],
         ));
     }
-    for step in [
-        &["credit"][..],
-        &["scorer", "features"],
-        &["scorer", "fit"],
-        &["scorer", "eval"],
-        &["scorer", "label"],
-    ] {
-        ok(run(lake, step));
-    }
+    fit_and_label(lake);
     let out = work.join("verl");
     ok(verl_export(lake, &out));
     let trajectories = json_lines(&out.join("trajectories.jsonl"));

@@ -47,14 +47,6 @@ fn rebuild_verifies(out: &Path) {
     );
 }
 
-fn lines(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 #[test]
 fn verl_export_of_the_fixture_follows_the_contract() {
     let tmp = tempfile::tempdir().unwrap();
@@ -66,7 +58,7 @@ fn verl_export_of_the_fixture_follows_the_contract() {
         "{}",
         stdout(&o)
     );
-    let rows = lines(&out.join("trajectories.jsonl"));
+    let rows = json_lines(&out.join("trajectories.jsonl"));
 
     // 1. Grouping: one line per trajectory, its own turns in t order, none lost.
     let ids: Vec<&str> = rows
@@ -271,15 +263,7 @@ fn verl_export_of_a_synthetic_corpus_matches_the_lake_and_reads_back_in_pyarrow(
     synth_corpus(&corpus, 5, (6, 12, 30, 4), None);
     let lake = tmp.path().join("lake");
     ingest_corpus(&lake, &corpus);
-    for step in [
-        &["credit"][..],
-        &["scorer", "features"],
-        &["scorer", "fit"],
-        &["scorer", "eval"],
-        &["scorer", "label"],
-    ] {
-        ok(run(&lake, step));
-    }
+    fit_and_label(&lake);
     let report: Value = serde_json::from_slice(
         &std::fs::read(lake.join("models/turn_credit/report.json")).unwrap(),
     )
@@ -331,7 +315,7 @@ fn verl_export_of_a_synthetic_corpus_matches_the_lake_and_reads_back_in_pyarrow(
 
     // verl's RLHFDataset reads prompt (a chat list), data_source, ability,
     // reward_model.ground_truth and extra_info; MultiTurnSFTDataset reads messages.
-    let first = lines(&out.join("trajectories.jsonl")).remove(0);
+    let first = json_lines(&out.join("trajectories.jsonl")).remove(0);
     let check = format!(
         r#"
 import json, sys
