@@ -19,21 +19,8 @@ FROM scorer_sides s
 JOIN scorer_turns_src u ON u.traj_id = s.traj_id AND u.t BETWEEN s.first_t AND s.last_t
 LEFT JOIN scorer_messages_src m ON m.traj_id = u.traj_id AND m.idx = u.msg_idx;
 
--- Runs of one command (the validator's max_cmd_run): a run starts where the command changes.
-CREATE VIEW command_runs AS
-SELECT traj_id, run_id, count(*) AS run_length
-FROM (
-  SELECT traj_id, sum(starts) OVER (PARTITION BY traj_id ORDER BY t ROWS UNBOUNDED PRECEDING) AS run_id
-  FROM (
-    SELECT traj_id, t,
-           CASE WHEN cmd_norm IS NOT NULL
-                 AND cmd_norm = lag(cmd_norm) OVER (PARTITION BY traj_id ORDER BY t) THEN 0 ELSE 1 END AS starts
-    FROM scored_turns WHERE cmd_norm IS NOT NULL
-  ) r
-) g
-GROUP BY traj_id, run_id;
-
--- Trajectory-level facts of a side's scored outputs.
+-- Trajectory-level facts of a side's scored outputs. The loop metrics are the validator's
+-- (turn/loops.rs), over the commands other than submits in turn order.
 CREATE VIEW side_facts AS
 SELECT st.traj_id,
        count(*) AS n_outputs,
@@ -51,9 +38,8 @@ SELECT st.traj_id,
        count(*) FILTER (WHERE prev_failed) AS n_after_failure,
        count(*) FILTER (WHERE is_repeat) AS n_repeats,
        count(*) FILTER (WHERE n_bash_blocks IS DISTINCT FROM 1) AS n_malformed,
-       CASE WHEN count(cmd_norm) = 0 THEN 0.0
-            ELSE 1.0 - CAST(count(DISTINCT cmd_norm) AS DOUBLE) / count(cmd_norm) END AS dup_cmd_ratio,
-       coalesce(max(r.max_run), 0) AS max_cmd_run,
+       dup_cmd_ratio(array_agg(command ORDER BY t) FILTER (WHERE cmd_norm IS NOT NULL)) AS dup_cmd_ratio,
+       max_cmd_run(array_agg(command ORDER BY t) FILTER (WHERE cmd_norm IS NOT NULL)) AS max_cmd_run,
        sum(word_count(content)) AS total_words,
        max(word_count(content)) AS max_words,
        avg(word_count(content)) AS avg_words,
@@ -62,8 +48,6 @@ SELECT st.traj_id,
        max(character_length(content)) AS max_chars,
        avg(character_length(content)) AS avg_chars
 FROM scored_turns st
-LEFT JOIN (SELECT traj_id, max(run_length) AS max_run FROM command_runs GROUP BY traj_id) r
-  ON r.traj_id = st.traj_id
 GROUP BY st.traj_id;
 
 -- Checklist questions with what their text says.

@@ -7,29 +7,25 @@
 -- gate), part_finish_rows (its finish_mini rows that train, with their seeded hash) and
 -- part_tally (its finish_mini counts). sql/finish_keep.sql then keeps finish_mini's rows.
 
--- escape_mini: in turns escape_t_min..escape_t_max, the two commands before the turn are one
--- repeat run and the turn's own command differs from it; the row ends at the escape.
+-- escape_mini: a row per escape candidate (sql/select_runs_input.sql), ending at the escape.
 CREATE VIEW cand_escape_mini AS
 SELECT 'escape_mini' AS mix, 'escape_mini/' || x.traj_id || '/' || CAST(x.t AS VARCHAR) AS row_id, x.traj_id,
        s.source, CAST(NULL AS VARCHAR) AS sample_id, s.instance_id, x.msg_idx AS upto_msg,
        CAST(NULL AS DOUBLE) AS score, CAST(NULL AS BOOLEAN) AS passed_credit_gates, x.prior_failures, x.t,
        x.n_bash_blocks, x.think_unclosed, x.is_submit, x.format_error
-FROM select_params p
-CROSS JOIN run_turns x
+FROM run_turns x
 JOIN run_trajectories s ON s.traj_id = x.traj_id
-WHERE x.after_repeat_run AND NOT x.repeats_prev AND x.has_command
-  AND x.t BETWEEN p.escape_t_min AND p.escape_t_max;
+WHERE x.escape_candidate;
 
 -- finish_mini: verified mini-coder runs that end in a submit, one candidate turn each. The
 -- closing submit trains when it lies in turns finish_t_min..finish_t_max; otherwise one
--- command turn there that repeats no earlier command and whose observation did not fail,
--- chosen by the seeded hash (the lowest). The row ends at that turn. The lowest hash per
+-- finish candidate (sql/select_runs_input.sql), chosen by the seeded hash (the lowest). The row ends at that turn. The lowest hash per
 -- run is found by an aggregate, which holds one hash per run (a window would hold every
 -- eligible turn).
 CREATE VIEW finish_runs AS
 SELECT s.traj_id, s.source, s.instance_id, e.t AS submit_t
 FROM run_trajectories s
-JOIN run_turns e ON e.traj_id = s.traj_id AND e.is_last AND e.is_submit
+JOIN run_turns e ON e.traj_id = s.traj_id AND e.closing_submit
 WHERE s.verified;
 
 CREATE VIEW finish_eligible AS
@@ -39,10 +35,9 @@ SELECT r.traj_id, r.source, r.instance_id, x.t, x.msg_idx, x.n_bash_blocks, x.th
 FROM select_params p
 CROSS JOIN finish_runs r
 JOIN run_turns x ON x.traj_id = r.traj_id
-WHERE x.t BETWEEN p.finish_t_min AND p.finish_t_max
-  AND CASE WHEN r.submit_t BETWEEN p.finish_t_min AND p.finish_t_max
+WHERE CASE WHEN r.submit_t BETWEEN p.finish_t_min AND p.finish_t_max
            THEN x.t = r.submit_t
-           ELSE x.has_command AND NOT x.is_repeat AND NOT x.is_submit AND x.obs_failed = false
+           ELSE x.finish_candidate
       END;
 
 -- The chosen turn per run: its hash is the lowest (the hash names the turn, so it is unique,

@@ -87,7 +87,7 @@ SELECT count(*) AS recovery_available, count(*) FILTER (WHERE s.passed) AS recov
 FROM turn_credit c
 JOIN turns u ON u.traj_id = c.traj_id AND u.t = c.t AND u.source = 'albedo'
 LEFT JOIN side_gates s ON s.traj_id = c.traj_id
-WHERE c.credit > 0 AND u.prev_failed;
+WHERE is_recovery(u.prev_failed, c.credit);
 
 CREATE VIEW sides_tally AS
 SELECT g.sides_judged, g.sides_passing, r.recovery_available, r.recovery_passing, e.*

@@ -1,5 +1,5 @@
 -- The train turns of a set of product rows, with what train_meta reports for each.
--- A recovery turn earned credit and the observation right before it failed.
+-- A recovery turn earned credit right after a failed observation (the is_recovery UDF).
 -- Reads: rows_in (the rows being described: a product table or sft_mix), turns, turn_credit.
 -- A row's train turns are its trajectory's turns listed in train_turns (a
 -- sorted list without repeats), found by a join on the rows, which the
@@ -8,7 +8,7 @@
 
 CREATE VIEW train_turns_v AS
 SELECT x.mix, x.row_id, x.traj_id, u.t, u.msg_idx, u.cmd_kind,
-       u.prev_failed AND coalesce(c.credit, 0.0) > 0 AS is_recovery,
+       is_recovery(u.prev_failed, c.credit) AS is_recovery,
        coalesce(c.credit, 0.0) AS weight,
        c.tags
 FROM rows_in x

@@ -31,6 +31,35 @@ pub fn hash_reader(mut f: impl Read) -> std::io::Result<(u64, String)> {
     Ok((size, hex::encode(h.finalize())))
 }
 
+/// Hex digits of a sha256 the lake stores per message (`content_sha`) and per
+/// turn (`turn_sha`): 64 bits. A full digest is incompressible and took more
+/// room than the text it guards (two thirds of the lake); 64 bits still
+/// catch any corruption and never collide within a trajectory, which every
+/// join on them also matches.
+pub const STORED_SHA_HEX: usize = 16;
+
+/// sha256 (its first [`STORED_SHA_HEX`] hex digits) over a message's
+/// reasoning, tool calls and tool call id, each length-prefixed or marked
+/// absent (the SQL's `fields_sha` UDF calls this).
+pub fn fields_sha(
+    reasoning_content: Option<&str>,
+    tool_calls: Option<&str>,
+    tool_call_id: Option<&str>,
+) -> String {
+    let mut h = Sha256::new();
+    for field in [reasoning_content, tool_calls, tool_call_id] {
+        match field {
+            Some(text) => {
+                h.update([1]);
+                h.update((text.len() as u64).to_le_bytes());
+                h.update(text.as_bytes());
+            }
+            None => h.update([0]),
+        }
+    }
+    hex::encode(h.finalize())[..STORED_SHA_HEX].to_string()
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -26,14 +26,17 @@
 //! | `question_kinds(question)` | the command kinds a checklist question is about |
 //! | `question_targets(question)` | the paths, symbols and commands a question quotes |
 //!
-//! Three more serve the pipeline's steps, which run in parts (`format_gate`
+//! Six more serve the pipeline's steps, which run in parts (`format_gate`
 //! in `sql/select_sides.sql` and `sql/select_runs.sql`, one copy of the
-//! rule; `hash_part` to split the mini-coder runs into parts; `hash_key` for
+//! rule; `is_recovery` wherever a recovery turn is counted; the loop metrics
+//! over a side's scored outputs in `sql/scorer_features.sql`; `hash_part` to split the mini-coder runs into parts; `hash_key` for
 //! the mix report's joins with the lake, sql/mix_report_input.sql):
 //!
 //! | UDF | returns |
 //! |---|---|
 //! | `format_gate(n_bash_blocks, think_unclosed, repeats_in_row[, format_error])` | why the format gate demotes a train turn, or null |
+//! | `dup_cmd_ratio(commands)`, `max_cmd_run(commands)` | the loop metrics of a list of commands in turn order (`turn::loop_metrics`) |
+//! | `is_recovery(prev_failed, credit)` | whether a turn earned credit right after a failed observation (never null) |
 //! | `hash_part(text, parts)` | which of `parts` parts `text` falls in (a fixed hash of its bytes) |
 //! | `hash_key(text)` | that fixed 64-bit hash: a key 8 bytes wide for a join that keeps a superset, an exact join on the text following |
 
@@ -42,7 +45,7 @@ use arrow::array::{
     ListBuilder, StringArray, StringBuilder, UInt64Array,
 };
 use arrow::compute::cast;
-use arrow::datatypes::{DataType, Field};
+use arrow::datatypes::{DataType, Field, Float64Type};
 use datafusion::error::Result;
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, TypeSignature,
@@ -231,7 +234,7 @@ fn fields_sha(a: &[&StringArray]) -> ArrayRef {
     Arc::new(
         (0..a[0].len())
             .map(|i| {
-                Some(crate::source::derive::fields_sha(
+                Some(crate::digest::fields_sha(
                     value(a[0], i),
                     value(a[1], i),
                     value(a[2], i),
@@ -341,7 +344,7 @@ fn format_gate(a: &[ArrayRef]) -> Result<ArrayRef> {
     Ok(Arc::new(
         (0..blocks.len())
             .map(|i| {
-                crate::pipeline::select::gate_reason(
+                turn::gate_reason(
                     rejected.is_some_and(|r| r.is_valid(i)),
                     blocks.is_valid(i).then(|| blocks.value(i)),
                     flag(think, i),
@@ -350,6 +353,47 @@ fn format_gate(a: &[ArrayRef]) -> Result<ArrayRef> {
             })
             .collect::<StringArray>(),
     ))
+}
+
+fn is_recovery(a: &[ArrayRef]) -> Result<ArrayRef> {
+    let (failed, credit) = (a[0].as_boolean(), a[1].as_primitive::<Float64Type>());
+    Ok(Arc::new(
+        (0..failed.len())
+            .map(|i| {
+                Some(turn::is_recovery(
+                    failed.is_valid(i).then(|| failed.value(i)),
+                    credit.is_valid(i).then(|| credit.value(i)),
+                ))
+            })
+            .collect::<BooleanArray>(),
+    ))
+}
+
+/// [`turn::loop_metrics`] of each row's list of commands (none: no loop).
+fn loop_metrics_of(a: &[ArrayRef]) -> Result<Vec<turn::LoopMetrics>> {
+    let item = Arc::new(Field::new("item", DataType::Utf8, true));
+    let lists = cast(&a[0], &DataType::List(item))?;
+    lists
+        .as_list::<i32>()
+        .iter()
+        .map(|commands| {
+            let commands = commands.map(|c| cast(&c, &DataType::Utf8)).transpose()?;
+            let commands = commands.as_ref().map(|c| c.as_string::<i32>());
+            Ok(turn::loop_metrics(commands.into_iter().flatten().flatten()))
+        })
+        .collect()
+}
+fn dup_cmd_ratio(a: &[ArrayRef]) -> Result<ArrayRef> {
+    let m = loop_metrics_of(a)?;
+    Ok(Arc::new(Float64Array::from_iter_values(
+        m.iter().map(|m| m.dup_cmd_ratio),
+    )))
+}
+fn max_cmd_run(a: &[ArrayRef]) -> Result<ArrayRef> {
+    let m = loop_metrics_of(a)?;
+    Ok(Arc::new(Int64Array::from_iter_values(
+        m.iter().map(|m| i64::from(m.max_cmd_run)),
+    )))
 }
 
 fn hash_part(a: &[ArrayRef]) -> Result<ArrayRef> {
@@ -425,9 +469,32 @@ fn selection_udfs() -> Vec<Udf> {
         .iter()
         .map(|t| vec![t.clone(), DataType::Int64])
         .collect();
-    let texts = text.iter().map(|t| vec![t.clone()]).collect();
+    let texts = text.iter().map(|t| vec![t.clone()]).collect::<Vec<_>>();
+    let command_lists: Vec<Vec<DataType>> = text
+        .iter()
+        .map(|t| {
+            vec![DataType::List(Arc::new(Field::new(
+                "item",
+                t.clone(),
+                true,
+            )))]
+        })
+        .collect();
     vec![
+        Udf::typed(
+            "dup_cmd_ratio",
+            DataType::Float64,
+            command_lists.clone(),
+            dup_cmd_ratio,
+        ),
+        Udf::typed("max_cmd_run", DataType::Int64, command_lists, max_cmd_run),
         Udf::typed("format_gate", DataType::Utf8, gate, format_gate),
+        Udf::typed(
+            "is_recovery",
+            DataType::Boolean,
+            vec![vec![DataType::Boolean, DataType::Float64]],
+            is_recovery,
+        ),
         Udf::typed("hash_part", DataType::Int64, part, hash_part),
         Udf::typed("hash_key", DataType::UInt64, texts, hash_key),
     ]

@@ -16,9 +16,10 @@ use datafusion::execution::{FunctionRegistry, SessionState};
 use datafusion::prelude::SessionConfig;
 use datafusion_proto::protobuf::{LogicalPlanNode, PhysicalPlanNode};
 
-use super::codec::LakeCodec;
 use super::stores::LakeStores;
-use super::{ClusterError, MAX_MESSAGE};
+use super::ClusterError;
+use crate::engine::codec::LakeCodec;
+use crate::engine::remote::MAX_MESSAGE;
 
 pub struct SchedulerOptions {
     /// Where to listen; port 0 picks a free one (printed on stdout).

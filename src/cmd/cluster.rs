@@ -58,7 +58,8 @@ pub async fn run(_what: ClusterCommand) -> anyhow::Result<ExitCode> {
 
 #[cfg(feature = "cluster")]
 pub async fn run(what: ClusterCommand) -> anyhow::Result<ExitCode> {
-    use crate::cluster::{parse_url, serve};
+    use crate::cluster::serve;
+    use crate::engine::remote::parse_url;
     // Ballista reports through `log`: warnings and errors on stderr (RUST_LOG for more).
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     match what {

@@ -3,8 +3,12 @@
 
 mod bool_cast;
 mod budget;
+#[cfg(feature = "cluster")]
+pub mod codec;
 mod lake_schema;
 pub mod pinned;
+#[cfg(feature = "cluster")]
+pub mod remote;
 pub mod scratch;
 mod sorted;
 
@@ -31,7 +35,7 @@ pub enum EngineError {
     Lake(#[from] LakeError),
     #[cfg(feature = "cluster")]
     #[error(transparent)]
-    Cluster(#[from] crate::cluster::ClusterError),
+    Remote(#[from] remote::RemoteError),
     #[error(transparent)]
     NotBuilt(#[from] crate::sinks::NotBuilt),
     #[error("registering table {table}")]
@@ -88,7 +92,7 @@ pub fn sub_session(base: &SessionContext) -> SessionContext {
 
 #[cfg(feature = "cluster")]
 async fn remote_session(url: &str) -> Result<SessionContext, EngineError> {
-    Ok(crate::cluster::remote_session(url).await?)
+    Ok(remote::remote_session(url).await?)
 }
 
 #[cfg(not(feature = "cluster"))]

@@ -16,7 +16,7 @@ fn content_intact_sql() -> String {
          AND length(m.content_sha) >= {} \
          AND (m.fields_sha IS NULL \
               OR fields_sha(m.reasoning_content, m.tool_calls, m.tool_call_id) = m.fields_sha))",
-        crate::source::derive::STORED_SHA_HEX
+        crate::digest::STORED_SHA_HEX
     )
 }
 

@@ -333,8 +333,8 @@ fn turn_credits(batch: &RecordBatch) -> Result<Vec<(i64, TurnCredit)>, ExportErr
 }
 
 /// The train turns of a row, each with its train_meta entry: weight is the
-/// turn's credit (0 without any), and a recovery turn earned credit right
-/// after a failed observation. Turns and credit of another trajectory (let
+/// turn's credit (0 without any), and whether it is a recovery
+/// ([`crate::turn::is_recovery`]). Turns and credit of another trajectory (let
 /// through by a shared key) are dropped.
 fn train_meta(traj_id: &str, turns: Vec<TrainTurn>, credits: Vec<TurnCredit>) -> Vec<(i64, Value)> {
     let own = |t: &Option<String>| t.as_deref() == Some(traj_id);
@@ -347,7 +347,7 @@ fn train_meta(traj_id: &str, turns: Vec<TrainTurn>, credits: Vec<TurnCredit>) ->
             let entry = json!({
                 "t": u.t, "cmd_kind": u.cmd_kind, "weight": weight,
                 "tags": c.map_or(&[][..], |c| &c.tags[..]),
-                "is_recovery": u.prev_failed && weight > 0.0,
+                "is_recovery": crate::turn::is_recovery(Some(u.prev_failed), Some(weight)),
             });
             (u.msg_idx, entry)
         })

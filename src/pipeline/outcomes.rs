@@ -107,7 +107,7 @@ pub async fn ingest(
         });
         reports.push((
             path,
-            sha[..crate::source::derive::STORED_SHA_HEX].to_string(),
+            sha[..crate::digest::STORED_SHA_HEX].to_string(),
             report,
         ));
     }

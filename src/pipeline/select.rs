@@ -200,30 +200,6 @@ fn params_batch(c: &SelectConfig) -> Result<RecordBatch, arrow::error::ArrowErro
     ])
 }
 
-/// The format gate: why a train turn is demoted (the agent rejected it as
-/// a format error, not exactly one action, an unclosed `<think>`, a command
-/// that repeats another train turn's command in the same row), or `None`
-/// when it trains. The SQL calls it as `format_gate`; an unknown block count
-/// demotes nothing, as SQL's `n_bash_blocks <> 1` on a null would not.
-pub fn gate_reason(
-    format_error: bool,
-    n_bash_blocks: Option<i64>,
-    think_unclosed: bool,
-    repeats_in_row: bool,
-) -> Option<&'static str> {
-    if format_error {
-        Some("rejected by the agent (format error)")
-    } else if n_bash_blocks.is_some_and(|n| n != 1) {
-        Some("not exactly one bash block")
-    } else if think_unclosed {
-        Some("unclosed <think>")
-    } else if repeats_in_row {
-        Some("repeats another train turn's command")
-    } else {
-        None
-    }
-}
-
 /// Register the config as the `select_params` table the SQL reads.
 pub fn register_config(ctx: &SessionContext, config: &SelectConfig) -> Result<(), SelectError> {
     let batch = params_batch(config).map_err(|e| SelectError::Config(e.into()))?;
@@ -535,40 +511,4 @@ pub async fn build_in_parts(
     let figures = q("SELECT * FROM select_figures".into(), "select_figures").await?;
     summary.reproduction = reproduction(&summary, &figures);
     Ok(summary)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::gate_reason;
-
-    #[test]
-    fn the_format_gate_names_the_first_rule_a_turn_breaks() {
-        assert_eq!(gate_reason(false, Some(1), false, false), None);
-        assert_eq!(
-            gate_reason(true, Some(1), false, false),
-            Some("rejected by the agent (format error)")
-        );
-        assert_eq!(
-            gate_reason(false, Some(2), true, true),
-            Some("not exactly one bash block")
-        );
-        assert_eq!(
-            gate_reason(false, Some(0), false, false),
-            Some("not exactly one bash block")
-        );
-        assert_eq!(
-            gate_reason(false, Some(1), true, true),
-            Some("unclosed <think>")
-        );
-        assert_eq!(
-            gate_reason(false, Some(1), false, true),
-            Some("repeats another train turn's command")
-        );
-        // As SQL's `n_bash_blocks <> 1` on a null: no verdict on the blocks.
-        assert_eq!(gate_reason(false, None, false, false), None);
-        assert_eq!(
-            gate_reason(false, None, true, false),
-            Some("unclosed <think>")
-        );
-    }
 }

@@ -3,7 +3,7 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::digest::sha256_hex;
+use crate::digest::{fields_sha, sha256_hex, STORED_SHA_HEX};
 
 use super::json::{FieldError, FieldResult};
 use super::rows::{MessageRow, TrajectoryRow, TurnRow};
@@ -51,28 +51,6 @@ impl RawMessage {
     }
 }
 
-/// sha256 (its first [`STORED_SHA_HEX`] hex digits) over a message's
-/// reasoning, tool calls and tool call id, each length-prefixed or marked
-/// absent (the SQL's `fields_sha` UDF calls this).
-pub fn fields_sha(
-    reasoning_content: Option<&str>,
-    tool_calls: Option<&str>,
-    tool_call_id: Option<&str>,
-) -> String {
-    let mut h = Sha256::new();
-    for field in [reasoning_content, tool_calls, tool_call_id] {
-        match field {
-            Some(text) => {
-                h.update([1]);
-                h.update((text.len() as u64).to_le_bytes());
-                h.update(text.as_bytes());
-            }
-            None => h.update([0]),
-        }
-    }
-    hex::encode(h.finalize())[..STORED_SHA_HEX].to_string()
-}
-
 /// One trajectory from any source, before the turn rules run.
 #[derive(Debug, Clone, Default)]
 pub struct RawTrajectory {
@@ -106,13 +84,6 @@ pub struct TrajectoryRows {
     pub messages: Vec<MessageRow>,
     pub turns: Vec<TurnRow>,
 }
-
-/// Hex digits of a sha256 the lake stores per message (`content_sha`) and per
-/// turn (`turn_sha`): 64 bits. A full digest is incompressible and took more
-/// room than the text it guards (two thirds of the lake); 64 bits still
-/// catch any corruption and never collide within a trajectory, which every
-/// join on them also matches.
-pub const STORED_SHA_HEX: usize = 16;
 
 /// sha256 over every recorded message's role, content, reasoning and tool
 /// calls: a trajectory's content key. Recovered responses are not part of it
