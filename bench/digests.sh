@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Not a test: the reference build on SCALE x the synthetic reference corpus,
 # then a digest of every lake table's content (its rows as CSV, sorted, so the
-# order Parquet files hold them in does not count) and of every export's bytes.
+# order Parquet files hold them in does not count, nor the work folder's path
+# that evals record) and of every export's bytes.
 # Two binaries that print the same digests built the same lake and exports:
 # the check that a refactor left behaviour unchanged.
 # Usage: bench/digests.sh [SCALE] [WORKDIR]    (SCALE default 0.05)
@@ -20,7 +21,7 @@ phase credit "$BIN" "${L[@]}" credit
 phase select "$BIN" "${L[@]}" select
 phase mix "$BIN" "${L[@]}" mix
 phase export_sft "$BIN" "${L[@]}" export sft --out "$WORK/sft.jsonl"
-phase export_sft_parquet "$BIN" "${L[@]}" export sft --out "$WORK/sft.parquet"
+phase export_sft_parquet "$BIN" "${L[@]}" export sft --format parquet --out "$WORK/sft.parquet"
 phase scorer_features "$BIN" "${L[@]}" scorer features
 phase stats "$BIN" "${L[@]}" stats --format json
 
@@ -28,7 +29,7 @@ echo "== digests"
 tables=$(ls "$WORK/lake" | grep -v '^_' | sort)
 for t in $tables; do
   if "$BIN" "${L[@]}" sql --format csv "SELECT * FROM $t" > "$WORK/$t.csv" 2> "$WORK/$t.err"; then
-    printf '%-20s %8d rows  %s\n' "$t" $(($(wc -l < "$WORK/$t.csv") - 1)) "$(LC_ALL=C sort "$WORK/$t.csv" | sha256sum | cut -c1-16)"
+    printf '%-20s %8d rows  %s\n' "$t" $(($(wc -l < "$WORK/$t.csv") - 1)) "$(sed "s#$WORK#WORK#g" "$WORK/$t.csv" | LC_ALL=C sort | sha256sum | cut -c1-16)"
   else
     printf '%-20s %s\n' "$t" "(no table)"
   fi

@@ -30,7 +30,7 @@ pub fn main(command: fn() -> anyhow::Result<ExitCode>) -> ExitCode {
         Err(err) => {
             // A writer of our output (CSV, JSON, a table) failed because its
             // reader went away: not an error to report.
-            if stdout_closed() && format!("{err:#}").contains("Broken pipe") {
+            if stdout_closed() && broken_pipe(&err) {
                 end_by_sigpipe();
             }
             // No secret of the environment reaches the terminal, whatever failed.
@@ -44,6 +44,16 @@ pub fn main(command: fn() -> anyhow::Result<ExitCode>) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Whether `err` is a write that failed because its reader went away: an
+/// I/O error of kind `BrokenPipe` anywhere in its chain (the Arrow, CSV and
+/// JSON writers keep the I/O error as their source).
+fn broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// Whether the reader of our stdout has gone away (a pipe with no reader).
@@ -66,4 +76,24 @@ fn end_by_sigpipe() -> ! {
         libc::raise(libc::SIGPIPE);
     }
     std::process::exit(141)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::broken_pipe;
+    use std::io::{Error, ErrorKind};
+
+    #[test]
+    fn a_broken_pipe_is_found_by_its_kind_through_the_chain() {
+        let arrow =
+            arrow::error::ArrowError::IoError("writing".into(), Error::from(ErrorKind::BrokenPipe));
+        assert!(broken_pipe(
+            &anyhow::Error::new(arrow).context("writing the result")
+        ));
+        assert!(!broken_pipe(&anyhow::anyhow!(
+            "Broken pipe, said a message"
+        )));
+        let full = Error::new(ErrorKind::StorageFull, "No space left on device");
+        assert!(!broken_pipe(&anyhow::Error::new(full)));
+    }
 }

@@ -25,7 +25,7 @@ pub enum OutputError {
     Arrow(#[from] ArrowError),
     #[error(transparent)]
     Parquet(#[from] parquet::errors::ParquetError),
-    #[error(transparent)]
+    #[error("writing the result")]
     Io(#[from] std::io::Error),
 }
 
@@ -59,8 +59,50 @@ fn normalize(batch: &RecordBatch, flatten_nested: bool) -> Result<RecordBatch, A
     RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)
 }
 
-/// Write `batches` to `w` in `format`.
+/// A writer that remembers the kind of the first I/O error it returned:
+/// arrow's CSV writer reports one as text, and whoever reads our error must
+/// still tell a reader that went away (`BrokenPipe`) from a full disk.
+struct Watched<W> {
+    inner: W,
+    failed: Option<std::io::ErrorKind>,
+}
+
+impl<W: Write> Write for Watched<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let r = self.inner.write(buf);
+        if let Err(e) = &r {
+            self.failed.get_or_insert(e.kind());
+        }
+        r
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        let r = self.inner.flush();
+        if let Err(e) = &r {
+            self.failed.get_or_insert(e.kind());
+        }
+        r
+    }
+}
+
+/// Write `batches` to `w` in `format`. A failed write of `w` is an
+/// [`OutputError::Io`] of its kind, whichever writer met it.
 pub fn write_batches<W: Write + Send>(
+    w: W,
+    batches: &[RecordBatch],
+    format: Format,
+) -> Result<(), OutputError> {
+    let mut watched = Watched {
+        inner: w,
+        failed: None,
+    };
+    write_all(&mut watched, batches, format).map_err(|e| match (watched.failed, e) {
+        (_, OutputError::Io(e)) => OutputError::Io(e),
+        (Some(kind), e) => OutputError::Io(std::io::Error::new(kind, e)),
+        (None, e) => e,
+    })
+}
+
+fn write_all<W: Write + Send>(
     w: W,
     batches: &[RecordBatch],
     format: Format,
@@ -126,6 +168,40 @@ mod tests {
             ("cites", Arc::new(l.finish()) as ArrayRef),
         ])
         .unwrap()
+    }
+
+    /// A writer whose reader went away.
+    struct Closed;
+    impl Write for Closed {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::ErrorKind::BrokenPipe.into())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_failed_write_keeps_its_kind_in_every_format() {
+        let big = RecordBatch::try_from_iter(vec![(
+            "n",
+            Arc::new(Int32Array::from_iter_values(0..100_000)) as ArrayRef,
+        )])
+        .unwrap();
+        for format in [
+            Format::Table,
+            Format::Csv,
+            Format::Json,
+            Format::Ndjson,
+            Format::Parquet,
+        ] {
+            match write_batches(Closed, std::slice::from_ref(&big), format) {
+                Err(OutputError::Io(e)) => {
+                    assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "{format:?}")
+                }
+                other => panic!("{format:?}: {other:?}"),
+            }
+        }
     }
 
     #[test]

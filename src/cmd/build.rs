@@ -20,8 +20,8 @@ use crate::export::{manifest, sft};
 use crate::lake::Lake;
 use crate::pipeline::credit::{self, CreditConfig};
 use crate::pipeline::ingest::{ingest, InputKind};
-use crate::pipeline::mix;
 use crate::pipeline::select::{self, SelectConfig, PRODUCTS};
+use crate::pipeline::{mix, steps};
 use crate::storage::Location;
 
 #[derive(Debug, Args)]
@@ -97,51 +97,9 @@ fn peak_mib() -> u64 {
     u.ru_maxrss as u64 / 1024
 }
 
-/// What a step's last run recorded, from the lake commit that wrote `output`'s version.
-async fn recorded(lake: &Lake, output: &str) -> anyhow::Result<Option<serde_json::Value>> {
-    let view = lake.view().await?;
-    let Some(version) = view.tables.get(output) else {
-        return Ok(None);
-    };
-    let log = lake.log()?;
-    let Some(latest) = view.commit.as_ref().map(|c| c.version) else {
-        return Ok(None);
-    };
-    for v in log.versions().await? {
-        if v > latest {
-            break;
-        }
-        let c = log.read(v).await?;
-        if c.tables.get(output) == Some(version) {
-            return Ok(Some(c.params));
-        }
-    }
-    Ok(None)
-}
-
-/// The versions readers see now of `tables`.
-async fn versions(lake: &Lake, tables: &[&str]) -> anyhow::Result<serde_json::Value> {
-    let view = lake.view().await?;
-    Ok(tables
-        .iter()
-        .map(|t| (t.to_string(), serde_json::json!(view.tables.get(*t))))
-        .collect::<serde_json::Map<_, _>>()
-        .into())
-}
-
-/// Whether a step's recorded run read these inputs with these parameters
-/// (and, for a step whose SQL is a file, that SQL).
-fn up_to_date(
-    recorded: &Option<serde_json::Value>,
-    inputs: &serde_json::Value,
-    params: &serde_json::Value,
-    sql: Option<&str>,
-) -> bool {
-    recorded.as_ref().is_some_and(|r| {
-        &r["inputs"] == inputs
-            && &r["params"] == params
-            && sql.is_none_or(|sql| r["sql_sha256"] == crate::digest::sha256_hex(sql.as_bytes()))
-    })
+/// The tables a step reads.
+fn table_names(spec: &steps::StepSpec) -> Vec<&'static str> {
+    spec.inputs.iter().map(|i| i.table).collect()
 }
 
 async fn rows(lake: &Lake, tables: &[&str]) -> anyhow::Result<u64> {
@@ -253,15 +211,8 @@ pub async fn run(lake_arg: &LakeArg, args: BuildArgs) -> anyhow::Result<ExitCode
     }
 
     let started = Instant::now();
-    let credit_in = ["judgments", "questions", "trajectories", "turns"];
-    let inputs = versions(&lake, &credit_in).await?;
-    let params = serde_json::to_value(&credit_config)?;
-    if up_to_date(
-        &recorded(&lake, "turn_credit").await?,
-        &inputs,
-        &params,
-        Some(credit::SQL),
-    ) {
+    let credit_in = table_names(&steps::CREDIT);
+    if steps::is_current(&lake, &steps::CREDIT, serde_json::to_value(&credit_config)?).await? {
         step(
             "credit",
             false,
@@ -284,15 +235,14 @@ pub async fn run(lake_arg: &LakeArg, args: BuildArgs) -> anyhow::Result<ExitCode
     }
 
     let started = Instant::now();
-    let select_in = ["trajectories", "turns", "judgments", "turn_credit"];
-    let inputs = versions(&lake, &select_in).await?;
-    let params = select::recorded_params(&select_config);
-    if up_to_date(
-        &recorded(&lake, "sft_credit").await?,
-        &inputs,
-        &params,
-        Some(select::STEP_SQL),
-    ) {
+    let select_in = table_names(&steps::SELECT);
+    if steps::is_current(
+        &lake,
+        &steps::SELECT,
+        select::recorded_params(&select_config),
+    )
+    .await?
+    {
         step(
             "select",
             false,
@@ -316,15 +266,13 @@ pub async fn run(lake_arg: &LakeArg, args: BuildArgs) -> anyhow::Result<ExitCode
     }
 
     let started = Instant::now();
-    let product_tables: Vec<&str> = PRODUCTS.iter().map(|(_, t)| *t).collect();
-    let inputs = versions(&lake, &product_tables).await?;
-    let params = serde_json::to_value(&select_config.mix)?;
-    if up_to_date(
-        &recorded(&lake, "sft_mix").await?,
-        &inputs,
-        &params,
-        Some(mix::SQL),
-    ) {
+    if steps::is_current(
+        &lake,
+        &steps::MIX,
+        serde_json::to_value(&select_config.mix)?,
+    )
+    .await?
+    {
         step(
             "mix",
             false,
@@ -350,14 +298,13 @@ pub async fn run(lake_arg: &LakeArg, args: BuildArgs) -> anyhow::Result<ExitCode
 
     let started = Instant::now();
     let validate_args = ValidateArgs::defaults(file.limit);
-    let inputs = versions(&lake, &["sft_mix"]).await?;
-    let params = super::validate::params(&validate_args);
-    if up_to_date(
-        &recorded(&lake, "sft_validated").await?,
-        &inputs,
-        &params,
-        None,
-    ) {
+    if steps::is_current(
+        &lake,
+        &steps::VALIDATE,
+        super::validate::params(&validate_args),
+    )
+    .await?
+    {
         step(
             "validate",
             false,

@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use crate::cmd::LakeArg;
 use crate::export::manifest;
 use crate::export::sft::{self, SftFormat};
+use crate::export::sft_rows;
 use crate::export::verl;
 use crate::storage::Location;
 
@@ -219,7 +220,7 @@ async fn write_sft(
         })
         .await??
     };
-    let streamed = sft::stream_rows(lake, table, writer, |w, rows| w.write(&rows)).await;
+    let streamed = sft_rows::stream_rows(lake, table, writer, |w, rows| w.write(&rows)).await;
     let written = match streamed {
         Ok(w) => tokio::task::spawn_blocking(move || w.finish()).await?,
         Err(e) => Err(e),

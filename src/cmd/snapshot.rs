@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use crate::cmd::LakeArg;
 use crate::engine;
 use crate::lake::{snapshot, Lake, LakeCommit};
+use crate::pipeline::provenance::Provenance;
 
 #[derive(Debug, Subcommand)]
 pub enum SnapshotCommand {
@@ -73,7 +74,11 @@ async fn state(root: &str, at: &str) -> anyhow::Result<(LakeCommit, BTreeMap<Str
 /// (those differ whenever the inputs moved, which the table rows already show)
 /// or what it measured.
 fn step_settings(params: &serde_json::Value) -> serde_json::Value {
-    serde_json::json!({"params": params["params"], "sql_sha256": params["sql_sha256"]})
+    match Provenance::recorded(params) {
+        Some(p) => serde_json::json!({"params": p.params, "sql_sha256": p.sql_sha256}),
+        // Not a step's (ingest records what it read).
+        None => serde_json::json!({"params": null, "sql_sha256": null}),
+    }
 }
 
 /// `turnlake unlock`: remove the writer lock of a writer that died on another machine.

@@ -13,6 +13,7 @@ use crate::cmd::LakeArg;
 use crate::engine;
 use crate::output::{write_batches, Format};
 use crate::pipeline::sqlstep::statements;
+use crate::pipeline::steps::{self, StepConfig};
 
 #[derive(Debug, Args)]
 pub struct SqlArgs {
@@ -33,69 +34,46 @@ pub struct SqlArgs {
     pub out: Option<PathBuf>,
 }
 
-/// What a pipeline step's SQL file needs registered before it runs, as the
-/// step registers it: its parameters (from `config`, else the embedded
-/// default) and, for mix.sql, its candidates; for the mix's report files,
-/// the rows they describe (sft_mix). Returns the scratch folder the step's
-/// tables are kept in, if it has one (hold it while the session reads
-/// them).
+/// What a pipeline step's SQL file needs registered before it runs, as its
+/// step declares it (`pipeline::steps::SQL_FILES`), with its parameters from
+/// `config` (else the embedded default). Returns the scratch folder the
+/// step's tables are kept in, if it has one (hold it while the session
+/// reads them).
 async fn register_step(
     ctx: &datafusion::prelude::SessionContext,
     file: &std::path::Path,
     config: Option<&PathBuf>,
     on_cluster: bool,
 ) -> anyhow::Result<Option<tempfile::TempDir>> {
-    let step = file.file_stem().and_then(|s| s.to_str()).unwrap_or("");
-    match step {
-        "credit" => {
-            let c = super::load_config(
-                config,
-                crate::pipeline::credit::CreditConfig::default_config,
-                crate::pipeline::credit::CreditConfig::from_toml,
-            )?;
-            crate::pipeline::credit::register_config(ctx, &c)?;
+    let name = file.file_name().and_then(|s| s.to_str()).unwrap_or("");
+    let setup = steps::sql_file(name).map(|f| f.setup);
+    let kind = match (setup.and_then(|s| s.config()), config) {
+        (None, Some(_)) => bail!(
+            "{}: --config is for a pipeline step's SQL file (sql/credit.sql, sql/select.sql)",
+            file.display()
+        ),
+        (kind, _) => kind,
+    };
+    let Some(setup) = setup else {
+        return Ok(None);
+    };
+    let config = match kind {
+        None => None,
+        Some(kind) => {
+            let text = config
+                .map(|p| {
+                    std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))
+                })
+                .transpose()?;
+            Some(StepConfig::parse(kind, text.as_deref()).map_err(|e| {
+                anyhow::anyhow!(
+                    "{}: {e}",
+                    config.map_or("default".into(), |p| p.display().to_string())
+                )
+            })?)
         }
-        "select" => {
-            // What the file reads of the sides and runs, built as the step builds it.
-            use crate::pipeline::{select::prepare_parts, select_parts::PartSizes};
-            let c = super::select::load_config(config)?;
-            return Ok(prepare_parts(ctx, &c, PartSizes::default(), on_cluster).await?);
-        }
-        "select_runs" | "select_runs_input" | "select_sides" => {
-            let c = super::select::load_config(config)?;
-            crate::pipeline::select::register_config(ctx, &c)?;
-            if step == "select_runs" {
-                use crate::pipeline::select_parts::{INPUT_SQL, INPUT_SQL_FILE};
-                crate::pipeline::sqlstep::run_script(ctx, INPUT_SQL_FILE, INPUT_SQL).await?;
-            }
-        }
-        "mix" => {
-            let c = super::select::load_config(config)?;
-            crate::pipeline::mix::register_quota(ctx, &c.mix).await?;
-            crate::pipeline::mix::register_candidates(ctx).await?;
-        }
-        "mix_report" | "mix_report_input" | "train_turns" if config.is_none() => {
-            // Over the whole mix: the report's chunks are a hash's shares of these views.
-            use crate::pipeline::{mix, sqlstep::run_script};
-            let _ = ctx.deregister_table("rows_in");
-            ctx.sql("CREATE VIEW rows_in AS SELECT * FROM sft_mix")
-                .await?;
-            if step != "train_turns" {
-                run_script(ctx, "sql/train_turns.sql", mix::TRAIN_TURNS_SQL).await?;
-            }
-            if step == "mix_report" {
-                run_script(ctx, mix::REPORT_INPUT_SQL_FILE, mix::REPORT_INPUT_SQL).await?;
-            }
-        }
-        _ if config.is_some() => {
-            bail!(
-                "{}: --config is for a pipeline step's SQL file (sql/credit.sql, sql/select.sql)",
-                file.display()
-            )
-        }
-        _ => {}
-    }
-    Ok(None)
+    };
+    Ok(steps::prepare(ctx, setup, config.as_ref(), on_cluster).await?)
 }
 
 pub async fn run(lake: &LakeArg, args: SqlArgs) -> anyhow::Result<ExitCode> {
@@ -118,7 +96,7 @@ pub async fn run(lake: &LakeArg, args: SqlArgs) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
-    let mut stmts = statements(&text);
+    let mut stmts = statements(&text).with_context(|| format!("{origin}: splitting statements"))?;
     if let (Some(q), Some(_)) = (&args.query, &args.file) {
         stmts.push(q.clone());
     }

@@ -8,8 +8,9 @@ use std::process::ExitCode;
 
 use crate::cmd::LakeArg;
 use crate::engine;
-use crate::export::sft;
+use crate::export::sft_rows;
 use crate::lake::Lake;
+use crate::pipeline::provenance::Provenance;
 use crate::pipeline::reproduction::{Reproduction, Unit};
 use crate::tokenize::hf::HfEncoder;
 use crate::tokenize::template::ChatTemplate;
@@ -249,7 +250,7 @@ pub async fn validate_table(lake: &Lake, args: &ValidateArgs) -> anyhow::Result<
     let started = std::time::Instant::now();
     let (progress, mode) = (bar.clone(), args.mode);
     let tally = Tally::new(args.limit, mode);
-    let report = sft::stream_rows(lake, &args.table, tally, move |tally, rows| {
+    let report = sft_rows::stream_rows(lake, &args.table, tally, move |tally, rows| {
         let tick = || progress.inc(1);
         tally.add(check_rows(enc.as_ref(), &template, &rows, mode, &tick));
         Ok(())
@@ -272,14 +273,26 @@ pub async fn validate_table(lake: &Lake, args: &ValidateArgs) -> anyhow::Result<
     } else {
         Vec::new()
     };
-    let provenance = serde_json::json!({"step": "validate", "inputs": {&args.table: input_version},
-                                        "params": params(args), "dropped": dropped.len()});
+    let provenance = Provenance {
+        dropped: Some(dropped.len() as u64),
+        ..Provenance::new(
+            "validate",
+            [(args.table.clone(), input_version)].into(),
+            params(args),
+            None,
+        )
+    }
+    .to_value();
     let kept = {
         use datafusion::prelude::{col, lit};
         let dropped_ids = dropped.iter().map(|r| lit(r.as_str())).collect();
         // The sort spills past a small budget: its memory does not grow with the mix.
-        let bounded =
-            engine::bounded_session(lake, sft::SMALL_SORT_BUDGET, sft::SMALL_BATCH_ROWS).await?;
+        let bounded = engine::bounded_session(
+            lake,
+            sft_rows::SMALL_SORT_BUDGET,
+            sft_rows::SMALL_BATCH_ROWS,
+        )
+        .await?;
         bounded
             .table(args.table.as_str())
             .await?

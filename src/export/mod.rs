@@ -3,7 +3,52 @@
 pub mod manifest;
 pub mod samples;
 pub mod sft;
+pub mod sft_rows;
 pub mod verl;
+
+use crate::engine::EngineError;
+use crate::lake::LakeError;
+use crate::pipeline::step::StepError;
+
+/// Why an export (SFT, verl, samples) failed. An export refuses rather than
+/// write bytes other than those recorded, so most variants say what it found.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error(transparent)]
+    Lake(#[from] LakeError),
+    #[error(transparent)]
+    Step(#[from] StepError),
+    #[error("the lake has no {0} table: run `turnlake select` and `turnlake mix` first")]
+    Missing(String),
+    #[error("row {row_id}: message {idx} of {traj_id} does not match its stored content hash; refusing to export altered bytes")]
+    Corrupt {
+        row_id: String,
+        traj_id: String,
+        idx: i64,
+    },
+    #[error("{0}")]
+    Refused(String),
+    #[error(
+        "trajectory {traj_id}: {reason}; refusing to export (the prompt is never re-assembled)"
+    )]
+    Integrity { traj_id: String, reason: String },
+    #[error("trajectory {traj_id}, turn {t}: no label ({hint})")]
+    NoLabel {
+        traj_id: String,
+        t: i64,
+        hint: String,
+    },
+    #[error("reading the lake")]
+    Query(#[from] datafusion::error::DataFusionError),
+    #[error("writing the export")]
+    Io(#[from] std::io::Error),
+    #[error("writing Parquet")]
+    Arrow(#[from] arrow::error::ArrowError),
+    #[error("writing Parquet")]
+    Parquet(#[from] parquet::errors::ParquetError),
+}
 
 /// SQL for whether message `m` still has the digests ingest stored: its
 /// content's sha256 begins with `content_sha` (the first `STORED_SHA_HEX`

@@ -17,9 +17,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::ExportError;
 use crate::columns::{bools, f64s, i64s, strings};
-use crate::engine::{self, EngineError};
-use crate::lake::{Lake, LakeError};
+use crate::engine;
+use crate::lake::Lake;
 use crate::pipeline::sqlstep::run_script;
 use crate::scorer::store;
 use crate::scorer::turns::TurnReport;
@@ -36,34 +37,6 @@ pub const FILES: [&str; 4] = [
     "sft.parquet",
     "summary.json",
 ];
-
-#[derive(Debug, thiserror::Error)]
-pub enum VerlError {
-    #[error(transparent)]
-    Engine(#[from] EngineError),
-    #[error(transparent)]
-    Lake(#[from] LakeError),
-    #[error("{0}")]
-    Refused(String),
-    #[error(
-        "trajectory {traj_id}: {reason}; refusing to export (the prompt is never re-assembled)"
-    )]
-    Integrity { traj_id: String, reason: String },
-    #[error("trajectory {traj_id}, turn {t}: no label ({hint})")]
-    NoLabel {
-        traj_id: String,
-        t: i64,
-        hint: String,
-    },
-    #[error("reading the lake")]
-    Query(#[from] datafusion::error::DataFusionError),
-    #[error("writing the export")]
-    Io(#[from] std::io::Error),
-    #[error("writing Parquet")]
-    Arrow(#[from] arrow::error::ArrowError),
-    #[error("writing Parquet")]
-    Parquet(#[from] parquet::errors::ParquetError),
-}
 
 #[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
 pub struct VerlOptions {
@@ -327,7 +300,7 @@ async fn plan(
     ctx: &datafusion::prelude::SessionContext,
     lake: &Lake,
     opts: &VerlOptions,
-) -> Result<(BTreeMap<String, Trajectory>, Option<Calibration>), VerlError> {
+) -> Result<(BTreeMap<String, Trajectory>, Option<Calibration>), ExportError> {
     let sources = RecordBatch::try_new(
         Arc::new(Schema::new(vec![Field::new(
             "source",
@@ -345,13 +318,13 @@ async fn plan(
         ("messages", "run turnlake ingest first"),
     ] {
         if !ctx.table_exist(table)? {
-            return Err(VerlError::Refused(format!(
+            return Err(ExportError::Refused(format!(
                 "the lake has no {table} table: {hint}"
             )));
         }
     }
     if opts.sources.iter().any(|s| s == "albedo") && !ctx.table_exist("turn_credit")? {
-        return Err(VerlError::Refused(
+        return Err(ExportError::Refused(
             "the lake has no turn_credit table for the judged turns: run turnlake credit first"
                 .into(),
         ));
@@ -447,7 +420,7 @@ async fn plan(
         let report: TurnReport = store::load_report(lake, store::TURN_CREDIT, "")
             .await
             .map_err(|_| {
-                VerlError::Refused(format!(
+                ExportError::Refused(format!(
                     "{unjudged_turns} exported turns carry the local scorer's labels, and the lake has no calibration \
                      report of the turn-credit model: run `turnlake scorer eval` (after `turnlake scorer fit` and \
                      `turnlake scorer label`); nothing was written"
@@ -455,7 +428,7 @@ async fn plan(
             })?;
         let kappa = report.kappa.unwrap_or(f64::NEG_INFINITY);
         if kappa < opts.min_kappa {
-            return Err(VerlError::Refused(format!(
+            return Err(ExportError::Refused(format!(
                 "the turn-credit model {} has held-out kappa {} below --min-kappa {}: its labels are not \
                  exported (refit and recalibrate with `turnlake scorer fit` and `turnlake scorer eval`, or export \
                  --sources albedo); nothing was written",
@@ -465,7 +438,7 @@ async fn plan(
             )));
         }
         if let Some(other) = scorer_models.keys().find(|m| **m != report.model_id) {
-            return Err(VerlError::Refused(format!(
+            return Err(ExportError::Refused(format!(
                 "turn_labels come from model {other} but the calibration report is of model {}: run \
                  `turnlake scorer label` and `turnlake scorer eval` again; nothing was written",
                 report.model_id
@@ -493,7 +466,7 @@ struct Writers {
 const PARQUET_BATCH: usize = 256;
 
 impl Writers {
-    fn create(dir: &Path) -> Result<Writers, VerlError> {
+    fn create(dir: &Path) -> Result<Writers, ExportError> {
         let file = |name: &str| std::fs::File::create(dir.join(name));
         Ok(Writers {
             jsonl: std::io::BufWriter::new(file(FILES[0])?),
@@ -505,7 +478,7 @@ impl Writers {
         })
     }
 
-    fn flush_parquet(&mut self) -> Result<(), VerlError> {
+    fn flush_parquet(&mut self) -> Result<(), ExportError> {
         for (rows, writer, schema) in [
             (&mut self.rl_rows, &mut self.rl, rl_schema()),
             (&mut self.sft_rows, &mut self.sft, sft_schema()),
@@ -524,7 +497,7 @@ impl Writers {
         Ok(())
     }
 
-    fn finish(mut self) -> Result<(), VerlError> {
+    fn finish(mut self) -> Result<(), ExportError> {
         self.flush_parquet()?;
         self.jsonl.flush()?;
         self.rl.close()?;
@@ -541,12 +514,12 @@ fn write_trajectory(
     id: &str,
     tr: &Trajectory,
     recorded: &Recorded,
-) -> Result<(), VerlError> {
+) -> Result<(), ExportError> {
     let messages = &recorded.messages;
     let label_source = if tr.judged { "judge" } else { "scorer" };
     let mut turns = Vec::with_capacity(tr.turns.len());
     for (i, turn) in tr.turns.iter().enumerate() {
-        let label = turn.label.ok_or_else(|| VerlError::NoLabel {
+        let label = turn.label.ok_or_else(|| ExportError::NoLabel {
             traj_id: id.to_string(),
             t: turn.t,
             hint: if tr.judged {
@@ -558,7 +531,7 @@ fn write_trajectory(
         let at = usize::try_from(turn.msg_idx)
             .ok()
             .filter(|&i| i < messages.len())
-            .ok_or_else(|| VerlError::Integrity {
+            .ok_or_else(|| ExportError::Integrity {
                 traj_id: id.to_string(),
                 reason: format!("turn {} has no recorded message {}", turn.t, turn.msg_idx),
             })?;
@@ -685,7 +658,11 @@ fn write_trajectory(
 type Group = (String, Recorded);
 
 /// Write the export's files into the local folder `dir`.
-pub async fn write(lake: &Lake, opts: &VerlOptions, dir: &Path) -> Result<VerlSummary, VerlError> {
+pub async fn write(
+    lake: &Lake,
+    opts: &VerlOptions,
+    dir: &Path,
+) -> Result<VerlSummary, ExportError> {
     let ctx = engine::session(lake).await?;
     let (trajectories, calibration) = plan(&ctx, lake, opts).await?;
     let stream = ctx
@@ -702,7 +679,7 @@ pub async fn write(lake: &Lake, opts: &VerlOptions, dir: &Path) -> Result<VerlSu
     // Assembly and file writes run on a blocking thread, fed one trajectory at a time.
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Group>(64);
     let (dir_owned, opts_owned) = (dir.to_path_buf(), opts.clone());
-    let writer = tokio::task::spawn_blocking(move || -> Result<VerlSummary, VerlError> {
+    let writer = tokio::task::spawn_blocking(move || -> Result<VerlSummary, ExportError> {
         let mut w = Writers::create(&dir_owned)?;
         let mut summary = VerlSummary {
             calibration,
@@ -715,7 +692,7 @@ pub async fn write(lake: &Lake, opts: &VerlOptions, dir: &Path) -> Result<VerlSu
                 break;
             };
             if *next != id {
-                return Err(VerlError::Integrity {
+                return Err(ExportError::Integrity {
                     traj_id: next.min(&id).clone(),
                     reason: "no recorded messages".into(),
                 });
@@ -723,7 +700,7 @@ pub async fn write(lake: &Lake, opts: &VerlOptions, dir: &Path) -> Result<VerlSu
             write_trajectory(&mut w, &mut summary, &opts_owned, &id, tr, &messages)?;
         }
         if let Some((next, _)) = pending.next() {
-            return Err(VerlError::Integrity {
+            return Err(ExportError::Integrity {
                 traj_id: next.clone(),
                 reason: "no recorded messages".into(),
             });
@@ -772,13 +749,13 @@ pub async fn write(lake: &Lake, opts: &VerlOptions, dir: &Path) -> Result<VerlSu
                 let text = content[i].clone().unwrap_or_default();
                 let n = group.1.messages.len();
                 if idx[i] != Some(n as i64) {
-                    return Err(VerlError::Integrity {
+                    return Err(ExportError::Integrity {
                         traj_id: id,
                         reason: format!("message {n} is missing"),
                     });
                 }
                 if intact[i] != Some(true) {
-                    return Err(VerlError::Integrity {
+                    return Err(ExportError::Integrity {
                         traj_id: id,
                         reason: format!("message {n} does not match its stored content hash"),
                     });
@@ -790,7 +767,7 @@ pub async fn write(lake: &Lake, opts: &VerlOptions, dir: &Path) -> Result<VerlSu
                     tool_calls[i].as_deref(),
                     tool_call_id[i].clone(),
                 )
-                .ok_or_else(|| VerlError::Integrity {
+                .ok_or_else(|| ExportError::Integrity {
                     traj_id: id.clone(),
                     reason: format!("message {n}'s stored tool_calls are not JSON"),
                 })?;
@@ -801,7 +778,7 @@ pub async fn write(lake: &Lake, opts: &VerlOptions, dir: &Path) -> Result<VerlSu
         if let Some(group) = current.take() {
             let _ = tx.send(group).await;
         }
-        Ok::<(), VerlError>(())
+        Ok::<(), ExportError>(())
     };
     let fed = feed.await;
     drop(tx);

@@ -17,10 +17,7 @@ pub struct Maintenance {
 }
 
 fn delta(name: &str) -> impl Fn(deltalake::DeltaTableError) -> LakeError + '_ {
-    move |source| LakeError::Delta {
-        table: name.to_string(),
-        source: Box::new(source),
-    }
+    move |source| LakeError::delta(name, source)
 }
 
 /// Compact every table's small files into larger ones (one new version each).

@@ -236,6 +236,14 @@ mod tests {
     use crate::pipeline::credit::{self, tests::two_eval_runs, CreditConfig};
     use crate::source::rows::{trajectories_batch, turns_batch, TrajectoryRow, TurnRow};
 
+    /// A step that only looks: no inputs pinned, nothing written.
+    const LOOK: crate::pipeline::steps::StepSpec = crate::pipeline::steps::StepSpec {
+        name: "look",
+        inputs: &[],
+        records: "none",
+        sql: Some((credit::SQL_FILE, credit::SQL)),
+    };
+
     /// Two eval runs of judged Albedo sides, then a mini-coder run whose
     /// `traj_id` sorts after every side's, so the last bucket's range holds it.
     async fn lake_with_a_mini_coder_run(dir: &std::path::Path) -> Lake {
@@ -278,15 +286,9 @@ mod tests {
     async fn a_buckets_tables_hold_only_the_sources_of_judged_sides() {
         let dir = tempfile::tempdir().unwrap();
         let lake = lake_with_a_mini_coder_run(dir.path()).await;
-        let step = crate::pipeline::step::Step::begin(
-            &lake,
-            "look",
-            &[],
-            serde_json::json!({}),
-            (credit::SQL_FILE, credit::SQL),
-        )
-        .await
-        .unwrap();
+        let step = crate::pipeline::step::Step::begin(&lake, &LOOK, serde_json::json!({}))
+            .await
+            .unwrap();
         let other = "SELECT count(*) AS n FROM turns WHERE source <> 'albedo'";
         assert_eq!(count(&step.ctx, other).await, 2, "the lake holds the run");
         let tables = ["judgments", "trajectories", "turns"];

@@ -14,8 +14,9 @@ use std::sync::Arc;
 
 use super::buckets::{bucket_sessions, BUCKET_SIDES};
 use super::sqlstep::run_script;
-use crate::engine::{self, EngineError};
-use crate::lake::{Lake, LakeError};
+use super::step::StepError;
+use crate::engine;
+use crate::lake::Lake;
 
 pub const SQL_FILE: &str = "sql/credit.sql";
 pub const SQL: &str = include_str!("../../sql/credit.sql");
@@ -64,18 +65,6 @@ impl CreditConfig {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum CreditError {
-    #[error(transparent)]
-    Engine(#[from] EngineError),
-    #[error(transparent)]
-    Lake(#[from] LakeError),
-    #[error(transparent)]
-    Step(#[from] super::step::StepError),
-    #[error("registering the credit config")]
-    Config(#[source] datafusion::error::DataFusionError),
-}
-
 /// What one credit build wrote.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CreditSummary {
@@ -86,7 +75,7 @@ pub struct CreditSummary {
 }
 
 /// Register the config as the tables the SQL reads.
-pub fn register_config(ctx: &SessionContext, config: &CreditConfig) -> Result<(), CreditError> {
+pub fn register_config(ctx: &SessionContext, config: &CreditConfig) -> Result<(), StepError> {
     let tags: Vec<&String> = config
         .tag_weights
         .keys()
@@ -106,7 +95,7 @@ pub fn register_config(ctx: &SessionContext, config: &CreditConfig) -> Result<()
             )) as ArrayRef,
         ),
     ])
-    .map_err(|e| CreditError::Config(e.into()))?;
+    .map_err(|e| StepError::Params(e.into()))?;
     let params = RecordBatch::try_from_iter(vec![
         (
             "split_multi",
@@ -117,13 +106,13 @@ pub fn register_config(ctx: &SessionContext, config: &CreditConfig) -> Result<()
             Arc::new(Float64Array::from(vec![config.default_weight()])) as ArrayRef,
         ),
     ])
-    .map_err(|e| CreditError::Config(e.into()))?;
+    .map_err(|e| StepError::Params(e.into()))?;
     for (name, batch) in [("tag_weights", weights), ("credit_params", params)] {
         let table =
-            MemTable::try_new(batch.schema(), vec![vec![batch]]).map_err(CreditError::Config)?;
+            MemTable::try_new(batch.schema(), vec![vec![batch]]).map_err(StepError::Params)?;
         let _ = ctx.deregister_table(name);
         ctx.register_table(name, Arc::new(table))
-            .map_err(CreditError::Config)?;
+            .map_err(StepError::Params)?;
     }
     Ok(())
 }
@@ -133,7 +122,7 @@ pub fn register_config(ctx: &SessionContext, config: &CreditConfig) -> Result<()
 async fn compute(
     ctx: &SessionContext,
     config: &CreditConfig,
-) -> Result<Vec<(&'static str, Vec<RecordBatch>)>, CreditError> {
+) -> Result<Vec<(&'static str, Vec<RecordBatch>)>, StepError> {
     prepare(ctx, config).await?;
     let mut out = Vec::new();
     for (table, view, order) in OUTPUTS {
@@ -147,7 +136,7 @@ async fn compute(
 }
 
 /// Register the config's tables and the credit SQL's views in `ctx`.
-async fn prepare(ctx: &SessionContext, config: &CreditConfig) -> Result<(), CreditError> {
+async fn prepare(ctx: &SessionContext, config: &CreditConfig) -> Result<(), StepError> {
     register_config(ctx, config)?;
     run_script(ctx, SQL_FILE, SQL).await?;
     Ok(())
@@ -166,7 +155,7 @@ fn count_false(batch: &RecordBatch, name: &str) -> usize {
 }
 
 /// Build the credit tables in `lake`, as one step.
-pub async fn build(lake: &Lake, config: &CreditConfig) -> Result<CreditSummary, CreditError> {
+pub async fn build(lake: &Lake, config: &CreditConfig) -> Result<CreditSummary, StepError> {
     build_in_buckets(lake, config, BUCKET_SIDES).await
 }
 
@@ -175,19 +164,11 @@ pub async fn build_in_buckets(
     lake: &Lake,
     config: &CreditConfig,
     bucket_sides: usize,
-) -> Result<CreditSummary, CreditError> {
-    const HINT: &str = "ingest Albedo eval runs first (turnlake ingest albedo PATH)";
+) -> Result<CreditSummary, StepError> {
     let step = super::step::Step::begin(
         lake,
-        "credit",
-        &[
-            ("judgments", HINT),
-            ("questions", HINT),
-            ("trajectories", HINT),
-            ("turns", HINT),
-        ],
+        &super::steps::CREDIT,
         serde_json::to_value(config).expect("the credit config serializes"),
-        (SQL_FILE, SQL),
     )
     .await?;
     // Credit belongs to one side: each bucket of sides is computed in its
@@ -242,6 +223,14 @@ pub(crate) mod tests {
     use crate::turn::parse_citations;
     use arrow::array::AsArray;
     use arrow::datatypes::{Float64Type, Int32Type};
+
+    /// A step that only looks: no inputs pinned, nothing written.
+    const LOOK: crate::pipeline::steps::StepSpec = crate::pipeline::steps::StepSpec {
+        name: "look",
+        inputs: &[],
+        records: "none",
+        sql: Some((SQL_FILE, SQL)),
+    };
 
     const TRAJ: &str = "albedo/r/s/challenger";
     const LOOPED: &str = "albedo/r/s/previous_king";
@@ -519,15 +508,9 @@ pub(crate) mod tests {
         let config = CreditConfig::default_config();
         let whole = build_in_buckets(&lake, &config, 1000).await.unwrap();
         let whole_rows = lake_outputs(&lake).await;
-        let step = super::super::step::Step::begin(
-            &lake,
-            "look",
-            &[],
-            serde_json::json!({}),
-            (SQL_FILE, SQL),
-        )
-        .await
-        .unwrap();
+        let step = super::super::step::Step::begin(&lake, &LOOK, serde_json::json!({}))
+            .await
+            .unwrap();
         let buckets = super::super::buckets::side_buckets(&step.ctx, 1)
             .await
             .unwrap();

@@ -10,12 +10,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::reproduction::Reproduction;
-use super::select::{MixConfig, SelectError, PRODUCTS};
+use super::select::{MixConfig, PRODUCTS};
 use super::sqlstep::run_script;
+use super::step::StepError;
 use crate::columns::{f64s, i64s, strings};
 use crate::engine::{self, scratch, EngineError};
 use crate::lake::Lake;
 
+pub const TRAIN_TURNS_SQL_FILE: &str = "sql/train_turns.sql";
 pub const TRAIN_TURNS_SQL: &str = include_str!("../../sql/train_turns.sql");
 pub const SQL_FILE: &str = "sql/mix.sql";
 pub const SQL: &str = include_str!("../../sql/mix.sql");
@@ -109,14 +111,14 @@ const REPORT_CHUNKED: [(&str, &str); 4] = [
 ];
 
 /// Register `rows_in` as `table` and define the train-turn views over it.
-pub async fn describe_rows(ctx: &SessionContext, table: &str) -> Result<(), SelectError> {
+pub async fn describe_rows(ctx: &SessionContext, table: &str) -> Result<(), StepError> {
     register_rows(ctx, table).await?;
-    run_script(ctx, "sql/train_turns.sql", TRAIN_TURNS_SQL).await?;
+    run_script(ctx, TRAIN_TURNS_SQL_FILE, TRAIN_TURNS_SQL).await?;
     Ok(())
 }
 
 /// Register `rows_in` as `table` (the rows a query describes or streams).
-pub async fn register_rows(ctx: &SessionContext, table: &str) -> Result<(), SelectError> {
+pub async fn register_rows(ctx: &SessionContext, table: &str) -> Result<(), StepError> {
     let _ = ctx.deregister_table("rows_in");
     engine::run_sql(
         ctx,
@@ -212,7 +214,7 @@ impl ReportCounts {
     }
 
     /// Add the counts of sql/mix_report.sql, run over one chunk in `ctx`.
-    async fn add_chunk(&mut self, ctx: &SessionContext) -> Result<(), SelectError> {
+    async fn add_chunk(&mut self, ctx: &SessionContext) -> Result<(), StepError> {
         let q = |sql: &'static str| engine::run_sql(ctx, sql, REPORT_SQL_FILE);
         let b = q("SELECT * FROM mix_recovery").await?;
         for (mix, n) in strings(&b, "mix").iter().zip(i64s(&b, "recovery_turns")) {
@@ -293,9 +295,9 @@ async fn report(
     available: BTreeMap<String, i64>,
     rows: usize,
     chunk_rows: usize,
-) -> Result<MixReport, SelectError> {
+) -> Result<MixReport, StepError> {
     let chunks = rows.div_ceil(chunk_rows.max(1)).max(1);
-    let scratch = tempfile::tempdir().map_err(SelectError::Scratch)?;
+    let scratch = tempfile::tempdir().map_err(StepError::Scratch)?;
     let err = EngineError::query(format!(
         "{REPORT_INPUT_SQL_FILE}: splitting the mix into chunks"
     ));
@@ -424,7 +426,7 @@ fn reproduction(r: &MixReport, figures: &CreditFigures) -> Reproduction {
 /// in one stream through the joins with the quota and cut (a few rows) to
 /// the writer. Dealt to two threads, they had to be merged again, and the
 /// repartition's queues, over the step's memory budget, spilled.
-pub async fn register_candidates(ctx: &SessionContext) -> Result<(), SelectError> {
+pub async fn register_candidates(ctx: &SessionContext) -> Result<(), StepError> {
     ctx.state_ref()
         .write()
         .config_mut()
@@ -452,21 +454,19 @@ pub async fn register_candidates(ctx: &SessionContext) -> Result<(), SelectError
 pub async fn register_quota(
     ctx: &SessionContext,
     config: &MixConfig,
-) -> Result<BTreeMap<String, i64>, SelectError> {
+) -> Result<BTreeMap<String, i64>, StepError> {
     let mut available = BTreeMap::new();
     for (mix, table) in PRODUCTS {
-        if !ctx.table_exist(table).map_err(SelectError::Config)? {
-            return Err(
-                super::step::StepError::Missing(table, "run `turnlake select` first").into(),
-            );
+        if !ctx.table_exist(table).map_err(StepError::Params)? {
+            return Err(StepError::Missing(table, "run `turnlake select` first"));
         }
         let n = ctx
             .table(table)
             .await
-            .map_err(SelectError::Config)?
+            .map_err(StepError::Params)?
             .count()
             .await
-            .map_err(SelectError::Config)?;
+            .map_err(StepError::Params)?;
         available.insert(mix.to_string(), n as i64);
     }
     let quota = quotas(config, &available);
@@ -492,20 +492,18 @@ pub async fn register_quota(
             )) as ArrayRef,
         ),
     ])
-    .map_err(|e| SelectError::Config(e.into()))?;
+    .map_err(|e| StepError::Params(e.into()))?;
     let _ = ctx.deregister_table("mix_quota");
     ctx.register_table(
         "mix_quota",
-        Arc::new(
-            MemTable::try_new(batch.schema(), vec![vec![batch]]).map_err(SelectError::Config)?,
-        ),
+        Arc::new(MemTable::try_new(batch.schema(), vec![vec![batch]]).map_err(StepError::Params)?),
     )
-    .map_err(SelectError::Config)?;
+    .map_err(StepError::Params)?;
     Ok(available)
 }
 
 /// Compose `sft_mix` in `lake` (sql/mix.sql), as one step, and report its composition.
-pub async fn build(lake: &Lake, config: &MixConfig) -> Result<MixReport, SelectError> {
+pub async fn build(lake: &Lake, config: &MixConfig) -> Result<MixReport, StepError> {
     build_with_report_chunks(lake, config, REPORT_CHUNK_ROWS).await
 }
 
@@ -514,17 +512,12 @@ pub async fn build_with_report_chunks(
     lake: &Lake,
     config: &MixConfig,
     chunk_rows: usize,
-) -> Result<MixReport, SelectError> {
-    const HINT: &str = "run `turnlake select` first";
-    let inputs: Vec<(&'static str, &'static str)> =
-        PRODUCTS.iter().map(|(_, table)| (*table, HINT)).collect();
+) -> Result<MixReport, StepError> {
     let step = super::step::Step::begin_with(
         Some(SORT_BUDGET),
         lake,
-        "mix",
-        &inputs,
+        &super::steps::MIX,
         serde_json::to_value(config).expect("the mix config serializes"),
-        (SQL_FILE, SQL),
     )
     .await?;
     // A lake of one's own runs alone has no credit (no Albedo side was judged).
@@ -545,12 +538,11 @@ pub async fn build_with_report_chunks(
         .field_with_unqualified_name("category")
         .is_err()
     {
-        return Err(super::step::StepError::MissingColumn(
+        return Err(StepError::MissingColumn(
             "credit_citations",
             "category",
             "run `turnlake credit` again",
-        )
-        .into());
+        ));
     }
     register_candidates(&step.ctx).await?;
     let available = register_quota(&step.ctx, config).await?;

@@ -7,6 +7,7 @@ pub mod harvest;
 pub mod ingest;
 pub mod mix;
 pub mod outcomes;
+pub mod provenance;
 pub mod reproduction;
 pub mod select;
 pub mod select_parts;
@@ -14,6 +15,7 @@ pub mod show;
 pub mod sqlstep;
 pub mod stats;
 pub mod step;
+pub mod steps;
 
 /// The first 128 bits of the sha256 of an id, for sets of ids that grow
 /// with the lake: two of n distinct ids share one with a chance of about

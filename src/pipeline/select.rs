@@ -17,9 +17,10 @@ use std::sync::Arc;
 use super::reproduction::{Reproduction, Unit};
 use super::select_parts::{self, PartSizes};
 use super::sqlstep::run_script;
+use super::step::StepError;
 use crate::columns::{f64s, i64s, strings};
 use crate::engine::{self, EngineError};
-use crate::lake::{Lake, LakeError};
+use crate::lake::Lake;
 
 pub const SQL_FILE: &str = "sql/select.sql";
 pub const SQL: &str = include_str!("../../sql/select.sql");
@@ -136,20 +137,6 @@ impl SelectConfig {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum SelectError {
-    #[error(transparent)]
-    Engine(#[from] EngineError),
-    #[error(transparent)]
-    Lake(#[from] LakeError),
-    #[error(transparent)]
-    Step(#[from] super::step::StepError),
-    #[error("registering the select config")]
-    Config(#[source] datafusion::error::DataFusionError),
-    #[error("creating a scratch folder for the step's intermediate tables")]
-    Scratch(#[source] std::io::Error),
-}
-
 /// What a selection built: rows per product, and where every candidate turn went.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct SelectSummary {
@@ -201,23 +188,22 @@ fn params_batch(c: &SelectConfig) -> Result<RecordBatch, arrow::error::ArrowErro
 }
 
 /// Register the config as the `select_params` table the SQL reads.
-pub fn register_config(ctx: &SessionContext, config: &SelectConfig) -> Result<(), SelectError> {
-    let batch = params_batch(config).map_err(|e| SelectError::Config(e.into()))?;
-    let table =
-        MemTable::try_new(batch.schema(), vec![vec![batch]]).map_err(SelectError::Config)?;
+pub fn register_config(ctx: &SessionContext, config: &SelectConfig) -> Result<(), StepError> {
+    let batch = params_batch(config).map_err(|e| StepError::Params(e.into()))?;
+    let table = MemTable::try_new(batch.schema(), vec![vec![batch]]).map_err(StepError::Params)?;
     let _ = ctx.deregister_table("select_params");
     ctx.register_table("select_params", Arc::new(table))
-        .map_err(SelectError::Config)?;
+        .map_err(StepError::Params)?;
     let sources = RecordBatch::try_from_iter(vec![(
         "source",
         Arc::new(arrow::array::StringArray::from(config.runs.sources.clone())) as ArrayRef,
     )])
-    .map_err(|e| SelectError::Config(e.into()))?;
+    .map_err(|e| StepError::Params(e.into()))?;
     let table =
-        MemTable::try_new(sources.schema(), vec![vec![sources]]).map_err(SelectError::Config)?;
+        MemTable::try_new(sources.schema(), vec![vec![sources]]).map_err(StepError::Params)?;
     let _ = ctx.deregister_table("select_run_sources");
     ctx.register_table("select_run_sources", Arc::new(table))
-        .map_err(SelectError::Config)?;
+        .map_err(StepError::Params)?;
     Ok(())
 }
 
@@ -231,11 +217,11 @@ pub async fn prepare_parts(
     config: &SelectConfig,
     sizes: PartSizes,
     on_cluster: bool,
-) -> Result<Option<tempfile::TempDir>, SelectError> {
+) -> Result<Option<tempfile::TempDir>, StepError> {
     let scratch = if on_cluster {
         None
     } else {
-        let dir = tempfile::tempdir().map_err(SelectError::Scratch)?;
+        let dir = tempfile::tempdir().map_err(StepError::Scratch)?;
         engine::scratch::keep_tables_in(ctx, dir.path());
         Some(dir)
     };
@@ -269,7 +255,7 @@ async fn product_rows(
     ctx: &SessionContext,
     mix: &str,
     context: &str,
-) -> Result<DataFrame, SelectError> {
+) -> Result<DataFrame, StepError> {
     use datafusion::prelude::{col, lit};
     let err = EngineError::query(context);
     let df = ctx
@@ -379,7 +365,7 @@ fn reproduction(s: &SelectSummary, figures: &[RecordBatch]) -> Reproduction {
 }
 
 /// Build the products in `lake`.
-pub async fn build(lake: &Lake, config: &SelectConfig) -> Result<SelectSummary, SelectError> {
+pub async fn build(lake: &Lake, config: &SelectConfig) -> Result<SelectSummary, StepError> {
     build_in_parts(lake, config, PartSizes::default()).await
 }
 
@@ -389,23 +375,17 @@ pub async fn build_in_parts(
     lake: &Lake,
     config: &SelectConfig,
     sizes: PartSizes,
-) -> Result<SelectSummary, SelectError> {
-    // A lake of one's own runs alone (no Albedo eval run ever ingested) has
-    // no judgments: its Albedo products are empty, its run products are not.
-    let albedo = lake.view().await?.tables.contains_key("judgments");
-    let mut inputs = vec![("trajectories", "ingest first"), ("turns", "ingest first")];
-    if albedo {
-        inputs.push(("judgments", "ingest Albedo eval runs first"));
-        inputs.push(("turn_credit", "run `turnlake credit` first"));
+) -> Result<SelectSummary, StepError> {
+    let step =
+        super::step::Step::begin(lake, &super::steps::SELECT, recorded_params(config)).await?;
+    // Albedo products need credit when the lake holds judged sides.
+    let albedo = step.inputs()["judgments"].is_some();
+    if albedo && step.inputs()["turn_credit"].is_none() {
+        return Err(StepError::Missing(
+            "turn_credit",
+            "run `turnlake credit` first",
+        ));
     }
-    let step = super::step::Step::begin(
-        lake,
-        "select",
-        &inputs,
-        recorded_params(config),
-        (SQL_FILE, STEP_SQL),
-    )
-    .await?;
     if !albedo {
         for table in ["judgments", "turn_credit"] {
             engine::register_empty_if_missing(&step.ctx, table)?;

@@ -13,9 +13,10 @@ use serde::Serialize;
 use super::buckets::{bucket_sessions, BUCKET_SIDES};
 use super::reproduction::Reproduction;
 use super::sqlstep::run_script;
+use super::step::StepError;
 use crate::columns::{f64s, i64s, scalar_i64, strings};
 use crate::engine::{self, EngineError};
-use crate::lake::{Lake, LakeError};
+use crate::lake::Lake;
 
 pub const SQL_FILE: &str = "sql/stats.sql";
 pub const SQL: &str = include_str!("../../sql/stats.sql");
@@ -123,21 +124,11 @@ pub struct Report {
 /// How many programs inside `other` the report lists per source.
 const OTHER_HEADS: usize = 10;
 
-#[derive(Debug, thiserror::Error)]
-pub enum StatsError {
-    #[error(transparent)]
-    Engine(#[from] EngineError),
-    #[error(transparent)]
-    Lake(#[from] LakeError),
-    #[error("the lake has no turn_credit table: run `turnlake credit` first")]
-    NoCredit,
-}
-
 async fn view(
     ctx: &datafusion::prelude::SessionContext,
     name: &'static str,
     order: &str,
-) -> Result<Vec<RecordBatch>, StatsError> {
+) -> Result<Vec<RecordBatch>, StepError> {
     Ok(engine::run_sql(
         ctx,
         &format!("SELECT * FROM {name} {order}"),
@@ -154,7 +145,7 @@ async fn count_in_buckets(
     ctx: &SessionContext,
     lake: &Lake,
     bucket_sides: usize,
-) -> Result<(), StatsError> {
+) -> Result<(), StepError> {
     let sessions = bucket_sessions(
         lake,
         ctx,
@@ -185,14 +176,17 @@ async fn count_in_buckets(
 }
 
 /// Compute the report from the lake's credit tables.
-pub async fn report(lake: &Lake) -> Result<Report, StatsError> {
+pub async fn report(lake: &Lake) -> Result<Report, StepError> {
     report_in_buckets(lake, BUCKET_SIDES).await
 }
 
 /// [`report`], counting at most `bucket_sides` judged sides at a time.
-pub async fn report_in_buckets(lake: &Lake, bucket_sides: usize) -> Result<Report, StatsError> {
+pub async fn report_in_buckets(lake: &Lake, bucket_sides: usize) -> Result<Report, StepError> {
     if lake.table("turn_credit").await?.is_none() {
-        return Err(StatsError::NoCredit);
+        return Err(StepError::Missing(
+            "turn_credit",
+            "run `turnlake credit` first",
+        ));
     }
     let ctx = engine::step_session(lake).await?;
     count_in_buckets(&ctx, lake, bucket_sides).await?;

@@ -1,17 +1,20 @@
-//! The one step type every SQL step (credit, select, mix) and `build` use:
-//! the lake's writer lock, inputs pinned at the lake commit the step starts
-//! from (their versions recorded), parameters, one SQL file run in a session
-//! over those versions, outputs written with that provenance, and one lake
-//! commit for all of them.
+//! The one step type every SQL step (credit, select, mix, the scorer's) runs
+//! as: the lake's writer lock, the inputs its [`StepSpec`] declares pinned
+//! at the lake commit the step starts from, parameters, one SQL file run in
+//! a session over those versions, outputs written with that
+//! [`Provenance`], and one lake commit for all of them.
 
 use arrow::record_batch::RecordBatch;
 use datafusion::dataframe::DataFrame;
 use datafusion::prelude::SessionContext;
 
+use super::provenance::Provenance;
 use super::sqlstep::run_script;
+use super::steps::StepSpec;
 use crate::engine::{self, EngineError};
 use crate::lake::{Lake, LakeError, Writer};
 
+/// Why a SQL step (credit, select, mix, stats, the scorer's) failed.
 #[derive(Debug, thiserror::Error)]
 pub enum StepError {
     #[error(transparent)]
@@ -22,6 +25,10 @@ pub enum StepError {
     Missing(&'static str, &'static str),
     #[error("the lake's {0} has no {1} column (an earlier turnlake wrote it): {2}")]
     MissingColumn(&'static str, &'static str, &'static str),
+    #[error("registering the step's parameters")]
+    Params(#[source] datafusion::error::DataFusionError),
+    #[error("creating a scratch folder for the step's intermediate tables")]
+    Scratch(#[source] std::io::Error),
 }
 
 /// A running step; `finish` makes its outputs visible together.
@@ -32,20 +39,18 @@ pub struct Step {
     pub ctx: SessionContext,
     sql_file: &'static str,
     sql: &'static str,
-    provenance: serde_json::Value,
+    provenance: Provenance,
 }
 
 impl Step {
-    /// Take the writer lock and pin `inputs` (each with a hint for when it is
-    /// missing) at the lake commit the step starts from.
+    /// Take the writer lock and pin `spec`'s inputs at the lake commit the
+    /// step starts from.
     pub async fn begin(
         lake: &Lake,
-        name: &'static str,
-        inputs: &[(&'static str, &'static str)],
+        spec: &'static StepSpec,
         params: serde_json::Value,
-        sql: (&'static str, &'static str),
     ) -> Result<Step, StepError> {
-        Self::begin_with(None, lake, name, inputs, params, sql).await
+        Self::begin_with(None, lake, spec, params).await
     }
 
     /// [`Step::begin`]; with a `sort_budget`, in a session whose sorts hold
@@ -54,35 +59,19 @@ impl Step {
     pub async fn begin_with(
         sort_budget: Option<usize>,
         lake: &Lake,
-        name: &'static str,
-        inputs: &[(&'static str, &'static str)],
+        spec: &'static StepSpec,
         params: serde_json::Value,
-        (sql_file, sql): (&'static str, &'static str),
     ) -> Result<Step, StepError> {
+        let (sql_file, sql) = spec.sql.expect("a SQL step declares its SQL file");
         let writer = lake
-            .begin(name, serde_json::json!({"params": params}))
+            .begin(spec.name, serde_json::json!({"params": params}))
             .await?;
-        let view = lake.view().await?;
-        let mut pinned = serde_json::Map::new();
-        for (table, hint) in inputs {
-            let version = view
-                .tables
-                .get(*table)
-                .ok_or(StepError::Missing(table, hint))?;
-            pinned.insert(table.to_string(), serde_json::json!(version));
-        }
+        let provenance = spec.provenance(&lake.view().await?, params)?;
         // The session's tables are pinned now, under the writer lock.
         let ctx = match sort_budget {
             None => engine::step_session(lake).await?,
             Some(budget) => engine::sorting_step_session(lake, budget).await?,
         };
-        let provenance = serde_json::json!({
-            "step": name,
-            "inputs": pinned,
-            "params": params,
-            "sql": sql_file,
-            "sql_sha256": crate::digest::sha256_hex(sql.as_bytes()),
-        });
         Ok(Step {
             lake: lake.clone(),
             writer,
@@ -91,6 +80,11 @@ impl Step {
             sql,
             provenance,
         })
+    }
+
+    /// The input versions the step pinned (absent: an optional input the lake lacks).
+    pub fn inputs(&self) -> &std::collections::BTreeMap<String, Option<u64>> {
+        &self.provenance.inputs
     }
 
     /// Run the step's SQL file (after the caller registered its parameter tables).
@@ -107,7 +101,7 @@ impl Step {
     pub async fn write(&self, table: &str, rows: Vec<RecordBatch>) -> Result<(), StepError> {
         Ok(self
             .lake
-            .overwrite(table, rows, self.provenance.clone())
+            .overwrite(table, rows, self.provenance.to_value())
             .await?)
     }
 
@@ -144,13 +138,13 @@ impl Step {
     ) -> Result<usize, StepError> {
         Ok(self
             .lake
-            .overwrite_stream(table, rows, self.provenance.clone())
+            .overwrite_stream(table, rows, self.provenance.to_value())
             .await?)
     }
 
     /// One lake commit for every output, then release the lock.
     pub async fn finish(mut self) -> Result<(), StepError> {
-        self.writer.set_params(self.provenance.clone());
+        self.writer.set_params(self.provenance.to_value());
         self.writer.finish().await?;
         Ok(())
     }

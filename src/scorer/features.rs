@@ -12,12 +12,29 @@ use crate::engine;
 use crate::lake::Lake;
 use crate::pipeline::sqlstep::run_script;
 use crate::pipeline::step::Step;
+use crate::pipeline::steps::{required, StepSpec};
 use crate::turn::loops::{VALIDATOR_DUP_RATIO, VALIDATOR_MAX_RUN};
 
 pub const SQL: (&str, &str) = (
     "sql/scorer_features.sql",
     include_str!("../../sql/scorer_features.sql"),
 );
+
+const INGEST: &str = "run turnlake ingest albedo first";
+
+/// `turnlake scorer features` as a step.
+pub const STEP: StepSpec = StepSpec {
+    name: "scorer features",
+    inputs: &[
+        required("trajectories", INGEST),
+        required("turns", INGEST),
+        required("messages", INGEST),
+        required("questions", INGEST),
+        required("judgments", INGEST),
+    ],
+    records: "scorer_features",
+    sql: Some(SQL),
+};
 
 /// Row order of every features result: by run, sample, side, question.
 pub const ORDER: &str = "ORDER BY eval_run_id, sample_id, side, traj_id, question_id";
@@ -119,21 +136,7 @@ pub struct FeaturesSummary {
 
 /// Build the `scorer_features` table from the lake's judged sides, in one lake commit.
 pub async fn build(lake: &Lake) -> ScorerResult<FeaturesSummary> {
-    let ingest = "run turnlake ingest albedo first";
-    let step = Step::begin(
-        lake,
-        "scorer features",
-        &[
-            ("trajectories", ingest),
-            ("turns", ingest),
-            ("messages", ingest),
-            ("questions", ingest),
-            ("judgments", ingest),
-        ],
-        serde_json::json!({}),
-        SQL,
-    )
-    .await?;
+    let step = Step::begin(lake, &STEP, serde_json::json!({})).await?;
     register_lake_sides(&step.ctx).await?;
     define(&step.ctx).await?;
     let rows = step.query(&select_sql(), "scorer_features").await?;

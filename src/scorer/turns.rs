@@ -20,11 +20,27 @@ use crate::engine;
 use crate::lake::Lake;
 use crate::pipeline::sqlstep::run_script;
 use crate::pipeline::step::Step;
+use crate::pipeline::steps::{required, StepSpec};
 
 pub const SQL: (&str, &str) = (
     "sql/turn_label_features.sql",
     include_str!("../../sql/turn_label_features.sql"),
 );
+
+const INGEST: &str = "run turnlake ingest first";
+
+/// `turnlake scorer label` as a step.
+pub const STEP: StepSpec = StepSpec {
+    name: "scorer label",
+    inputs: &[
+        required("turns", INGEST),
+        required("trajectories", INGEST),
+        required("messages", INGEST),
+        required("turn_credit", "run turnlake credit first"),
+    ],
+    records: "turn_labels",
+    sql: Some(SQL),
+};
 
 const NOT_FEATURES: &[&str] = &[
     "traj_id",
@@ -128,20 +144,7 @@ pub struct LabelSummary {
 pub async fn label(lake: &Lake) -> ScorerResult<LabelSummary> {
     let (meta, model) =
         store::load(lake, store::TURN_CREDIT, "run turnlake scorer fit first").await?;
-    let ingest = "run turnlake ingest first";
-    let step = Step::begin(
-        lake,
-        "scorer label",
-        &[
-            ("turns", ingest),
-            ("trajectories", ingest),
-            ("messages", ingest),
-            ("turn_credit", "run turnlake credit first"),
-        ],
-        serde_json::json!({"model_id": meta.model_id}),
-        SQL,
-    )
-    .await?;
+    let step = Step::begin(lake, &STEP, serde_json::json!({"model_id": meta.model_id})).await?;
     let batches = features(&step.ctx, UNJUDGED).await?;
     let rows: Vec<usize> = (0..batches.iter().map(RecordBatch::num_rows).sum()).collect();
     let p = training::predict(&meta, &model, &batches, &rows)?;

@@ -8,18 +8,20 @@ use crate::turn::CmdKind;
 
 pub const DEFAULT_TOML: &str = include_str!("../../data/synth.toml");
 
-/// The command kinds a generated turn can have (submit is planted separately).
-pub const KINDS: [CmdKind; 9] = [
-    CmdKind::CatN,
-    CmdKind::SedN,
-    CmdKind::Cat,
-    CmdKind::Edit,
-    CmdKind::GrepR,
-    CmdKind::Grep,
-    CmdKind::Python,
-    CmdKind::FindLs,
-    CmdKind::Other,
-];
+/// The command kinds a generated turn can have: every kind but submit
+/// (planted separately), in [`CmdKind::ALL`]'s order.
+pub const KINDS: [CmdKind; CmdKind::ALL.len() - 1] = {
+    let mut kinds = [CmdKind::Other; CmdKind::ALL.len() - 1];
+    let (mut i, mut j) = (0, 0);
+    while i < CmdKind::ALL.len() {
+        if !matches!(CmdKind::ALL[i], CmdKind::Submit) {
+            kinds[j] = CmdKind::ALL[i];
+            j += 1;
+        }
+        i += 1;
+    }
+    kinds
+};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Model {

@@ -27,7 +27,7 @@ pub enum TrainError {
     #[error(transparent)]
     Engine(#[from] turnlake::engine::EngineError),
     #[error(transparent)]
-    Export(#[from] turnlake::export::sft::ExportError),
+    Export(#[from] turnlake::export::ExportError),
     #[error("libtorch")]
     Torch(#[from] tch::TchError),
     #[error("writing the run")]
@@ -52,7 +52,7 @@ pub async fn prepare(
     template: &ChatTemplate,
 ) -> Result<Prepared, TrainError> {
     let view = lake.view().await?;
-    let rows = turnlake::export::sft::rows(lake, table).await?;
+    let rows = turnlake::export::sft_rows::rows(lake, table).await?;
     let ctx = engine::session(lake).await?;
     // Each row's held-out unit: its trajectory's sample (Albedo) or instance.
     let query = |e| turnlake::engine::EngineError::Query {
