@@ -1,5 +1,6 @@
 //! Normalized rows of the ingest tables and their conversion to Arrow
-//! batches in the column order of `schemas/*.json`.
+//! batches: each column given by its name, placed where `schemas/*.json`
+//! puts it.
 
 use arrow::array::{
     ArrayRef, BinaryArray, BooleanArray, Float64Array, Int32Array, Int32Builder, Int64Array,
@@ -177,45 +178,105 @@ fn of64(v: impl Iterator<Item = Option<f64>>) -> ArrayRef {
     Arc::new(v.collect::<Float64Array>())
 }
 
-fn batch(table: &str, columns: Vec<ArrayRef>) -> Result<RecordBatch, LakeError> {
+/// A batch of `table` from its columns by name, in the order of its schema
+/// file: a column the schema lacks, or one it has that is not given, is an
+/// error naming it.
+fn batch(table: &str, columns: Vec<(&'static str, ArrayRef)>) -> Result<RecordBatch, LakeError> {
     let schema = table_schema(table)?;
-    RecordBatch::try_new(schema.schema, columns).map_err(|e: ArrowError| {
-        LakeError::SchemaMismatch {
-            table: table.to_string(),
-            reason: e.to_string(),
-        }
-    })
+    let mismatch = |reason: String| LakeError::SchemaMismatch {
+        table: table.to_string(),
+        reason,
+    };
+    let mut by_name: std::collections::HashMap<&str, ArrayRef> = columns.into_iter().collect();
+    let ordered = schema
+        .schema
+        .fields()
+        .iter()
+        .map(|f| {
+            by_name
+                .remove(f.name().as_str())
+                .ok_or_else(|| mismatch(format!("no column {} given", f.name())))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if let Some(extra) = by_name.keys().min() {
+        return Err(mismatch(format!(
+            "column {extra} is not in schemas/{table}.json"
+        )));
+    }
+    RecordBatch::try_new(schema.schema, ordered).map_err(|e: ArrowError| mismatch(e.to_string()))
 }
 
 pub fn evals_batch(r: &[EvalRow]) -> Result<RecordBatch, LakeError> {
     batch(
         "evals",
         vec![
-            s(r.iter().map(|x| x.eval_run_id.as_str())),
-            ob(r.iter().map(|x| x.challenger_won)),
-            of64(r.iter().map(|x| x.score_challenger)),
-            of64(r.iter().map(|x| x.score_king)),
-            of64(r.iter().map(|x| x.required_win_margin)),
-            oi64(r.iter().map(|x| x.scored_sample_count)),
-            oi64(r.iter().map(|x| x.judge_count)),
-            os(r.iter().map(|x| x.scoring_mode.as_deref())),
-            os(r.iter().map(|x| x.state.as_deref())),
-            os(r.iter().map(|x| x.generated_samples_sha256.as_deref())),
-            oi64(r.iter().map(|x| x.generated_samples_size)),
-            os(r.iter().map(|x| x.scoring_results_sha256.as_deref())),
-            oi64(r.iter().map(|x| x.scoring_results_size)),
-            b(r.iter().map(|x| x.hashes_verified)),
-            s(r.iter().map(|x| x.run_sha.as_str())),
-            s(r.iter().map(|x| x.input_path.as_str())),
-            os(r.iter().map(|x| x.generated_samples_uri.as_deref())),
-            os(r.iter().map(|x| x.scoring_results_uri.as_deref())),
-            os(r.iter().map(|x| x.challenger.model_uri.as_deref())),
-            os(r.iter().map(|x| x.challenger.hotkey.as_deref())),
-            oi64(r.iter().map(|x| x.challenger.uid)),
-            os(r.iter().map(|x| x.king.model_uri.as_deref())),
-            os(r.iter().map(|x| x.king.hotkey.as_deref())),
-            oi64(r.iter().map(|x| x.king.uid)),
-            oi64(r.iter().map(|x| x.king_version)),
+            ("eval_run_id", s(r.iter().map(|x| x.eval_run_id.as_str()))),
+            ("challenger_won", ob(r.iter().map(|x| x.challenger_won))),
+            (
+                "score_challenger",
+                of64(r.iter().map(|x| x.score_challenger)),
+            ),
+            ("score_king", of64(r.iter().map(|x| x.score_king))),
+            (
+                "required_win_margin",
+                of64(r.iter().map(|x| x.required_win_margin)),
+            ),
+            (
+                "scored_sample_count",
+                oi64(r.iter().map(|x| x.scored_sample_count)),
+            ),
+            ("judge_count", oi64(r.iter().map(|x| x.judge_count))),
+            (
+                "scoring_mode",
+                os(r.iter().map(|x| x.scoring_mode.as_deref())),
+            ),
+            ("state", os(r.iter().map(|x| x.state.as_deref()))),
+            (
+                "generated_samples_sha256",
+                os(r.iter().map(|x| x.generated_samples_sha256.as_deref())),
+            ),
+            (
+                "generated_samples_size",
+                oi64(r.iter().map(|x| x.generated_samples_size)),
+            ),
+            (
+                "scoring_results_sha256",
+                os(r.iter().map(|x| x.scoring_results_sha256.as_deref())),
+            ),
+            (
+                "scoring_results_size",
+                oi64(r.iter().map(|x| x.scoring_results_size)),
+            ),
+            ("hashes_verified", b(r.iter().map(|x| x.hashes_verified))),
+            ("run_sha", s(r.iter().map(|x| x.run_sha.as_str()))),
+            ("input_path", s(r.iter().map(|x| x.input_path.as_str()))),
+            (
+                "generated_samples_uri",
+                os(r.iter().map(|x| x.generated_samples_uri.as_deref())),
+            ),
+            (
+                "scoring_results_uri",
+                os(r.iter().map(|x| x.scoring_results_uri.as_deref())),
+            ),
+            (
+                "challenger_model_uri",
+                os(r.iter().map(|x| x.challenger.model_uri.as_deref())),
+            ),
+            (
+                "challenger_hotkey",
+                os(r.iter().map(|x| x.challenger.hotkey.as_deref())),
+            ),
+            ("challenger_uid", oi64(r.iter().map(|x| x.challenger.uid))),
+            (
+                "king_model_uri",
+                os(r.iter().map(|x| x.king.model_uri.as_deref())),
+            ),
+            (
+                "king_hotkey",
+                os(r.iter().map(|x| x.king.hotkey.as_deref())),
+            ),
+            ("king_uid", oi64(r.iter().map(|x| x.king.uid))),
+            ("king_version", oi64(r.iter().map(|x| x.king_version))),
         ],
     )
 }
@@ -224,30 +285,45 @@ pub fn trajectories_batch(r: &[TrajectoryRow]) -> Result<RecordBatch, LakeError>
     batch(
         "trajectories",
         vec![
-            s(r.iter().map(|x| x.traj_id.as_str())),
-            s(r.iter().map(|x| x.source.as_str())),
-            os(r.iter().map(|x| x.eval_run_id.as_deref())),
-            os(r.iter().map(|x| x.sample_id.as_deref())),
-            os(r.iter().map(|x| x.side.as_deref())),
-            os(r.iter().map(|x| x.model.as_deref())),
-            os(r.iter().map(|x| x.instance_id.as_deref())),
-            of64(r.iter().map(|x| x.score)),
-            ob(r.iter().map(|x| x.verified)),
-            b(r.iter().map(|x| x.judged)),
-            i32s(r.iter().map(|x| x.n_turns)),
-            i32s(r.iter().map(|x| x.n_scored)),
-            os(r.iter().map(|x| x.obs_format.as_deref())),
-            f64s(r.iter().map(|x| x.dup_cmd_ratio)),
-            i32s(r.iter().map(|x| x.max_cmd_run)),
-            b(r.iter().map(|x| x.looped)),
-            os(r.iter().map(|x| x.exit_status.as_deref())),
-            os(r.iter().map(|x| x.submit_marker.as_deref())),
-            os(r.iter().map(|x| x.error.as_deref())),
-            s(r.iter().map(|x| x.traj_sha.as_str())),
-            s(r.iter().map(|x| x.input_file.as_str())),
-            oi64(r.iter().map(|x| x.input_row)),
-            os(r.iter().map(|x| x.tools.as_deref())),
-            os(r.iter().map(|x| x.prompt_text.as_deref())),
+            ("traj_id", s(r.iter().map(|x| x.traj_id.as_str()))),
+            ("source", s(r.iter().map(|x| x.source.as_str()))),
+            (
+                "eval_run_id",
+                os(r.iter().map(|x| x.eval_run_id.as_deref())),
+            ),
+            ("sample_id", os(r.iter().map(|x| x.sample_id.as_deref()))),
+            ("side", os(r.iter().map(|x| x.side.as_deref()))),
+            ("model", os(r.iter().map(|x| x.model.as_deref()))),
+            (
+                "instance_id",
+                os(r.iter().map(|x| x.instance_id.as_deref())),
+            ),
+            ("score", of64(r.iter().map(|x| x.score))),
+            ("verified", ob(r.iter().map(|x| x.verified))),
+            ("judged", b(r.iter().map(|x| x.judged))),
+            ("n_turns", i32s(r.iter().map(|x| x.n_turns))),
+            ("n_scored", i32s(r.iter().map(|x| x.n_scored))),
+            ("obs_format", os(r.iter().map(|x| x.obs_format.as_deref()))),
+            ("dup_cmd_ratio", f64s(r.iter().map(|x| x.dup_cmd_ratio))),
+            ("max_cmd_run", i32s(r.iter().map(|x| x.max_cmd_run))),
+            ("looped", b(r.iter().map(|x| x.looped))),
+            (
+                "exit_status",
+                os(r.iter().map(|x| x.exit_status.as_deref())),
+            ),
+            (
+                "submit_marker",
+                os(r.iter().map(|x| x.submit_marker.as_deref())),
+            ),
+            ("error", os(r.iter().map(|x| x.error.as_deref()))),
+            ("traj_sha", s(r.iter().map(|x| x.traj_sha.as_str()))),
+            ("input_file", s(r.iter().map(|x| x.input_file.as_str()))),
+            ("input_row", oi64(r.iter().map(|x| x.input_row))),
+            ("tools", os(r.iter().map(|x| x.tools.as_deref()))),
+            (
+                "prompt_text",
+                os(r.iter().map(|x| x.prompt_text.as_deref())),
+            ),
         ],
     )
 }
@@ -256,21 +332,30 @@ pub fn messages_batch(r: &[MessageRow]) -> Result<RecordBatch, LakeError> {
     batch(
         "messages",
         vec![
-            s(r.iter().map(|x| x.traj_id.as_str())),
-            s(r.iter().map(|x| x.source.as_str())),
-            i32s(r.iter().map(|x| x.idx)),
-            s(r.iter().map(|x| x.role.as_str())),
-            s(r.iter().map(|x| x.content.as_str())),
-            os(r.iter().map(|x| x.reasoning_content.as_deref())),
-            os(r.iter().map(|x| x.tool_calls.as_deref())),
-            b(r.iter().map(|x| x.score_target)),
-            b(r.iter().map(|x| x.environment_observation)),
-            b(r.iter().map(|x| x.is_context)),
-            s(r.iter().map(|x| x.content_sha.as_str())),
-            os(r.iter().map(|x| x.tool_call_id.as_deref())),
-            ob(r.iter().map(|x| x.recovered)),
-            os(r.iter().map(|x| x.fields_sha.as_deref())),
-            os(r.iter().map(|x| x.extra.as_deref())),
+            ("traj_id", s(r.iter().map(|x| x.traj_id.as_str()))),
+            ("source", s(r.iter().map(|x| x.source.as_str()))),
+            ("idx", i32s(r.iter().map(|x| x.idx))),
+            ("role", s(r.iter().map(|x| x.role.as_str()))),
+            ("content", s(r.iter().map(|x| x.content.as_str()))),
+            (
+                "reasoning_content",
+                os(r.iter().map(|x| x.reasoning_content.as_deref())),
+            ),
+            ("tool_calls", os(r.iter().map(|x| x.tool_calls.as_deref()))),
+            ("score_target", b(r.iter().map(|x| x.score_target))),
+            (
+                "environment_observation",
+                b(r.iter().map(|x| x.environment_observation)),
+            ),
+            ("is_context", b(r.iter().map(|x| x.is_context))),
+            ("content_sha", s(r.iter().map(|x| x.content_sha.as_str()))),
+            (
+                "tool_call_id",
+                os(r.iter().map(|x| x.tool_call_id.as_deref())),
+            ),
+            ("recovered", ob(r.iter().map(|x| x.recovered))),
+            ("fields_sha", os(r.iter().map(|x| x.fields_sha.as_deref()))),
+            ("extra", os(r.iter().map(|x| x.extra.as_deref()))),
         ],
     )
 }
@@ -286,29 +371,35 @@ pub fn turns_batch(r: &[TurnRow]) -> Result<RecordBatch, LakeError> {
     batch(
         "turns",
         vec![
-            s(r.iter().map(|x| x.traj_id.as_str())),
-            s(r.iter().map(|x| x.source.as_str())),
-            i32s(r.iter().map(|x| x.t)),
-            i32s(r.iter().map(|x| x.msg_idx)),
-            oi32(r.iter().map(|x| x.candidate_n)),
-            os(r.iter().map(|x| x.command.as_deref())),
-            i32s(r.iter().map(|x| x.n_bash_blocks)),
-            s(r.iter().map(|x| x.cmd_kind.as_str())),
-            ob(r.iter().map(|x| x.obs_failed)),
-            oi64(r.iter().map(|x| x.returncode)),
-            b(r.iter().map(|x| x.think_unclosed)),
-            b(r.iter().map(|x| x.is_submit)),
-            os(r.iter().map(|x| x.submit_signal.as_deref())),
-            b(r.iter().map(|x| x.is_repeat)),
-            b(r.iter().map(|x| x.repeats_prev)),
-            b(r.iter().map(|x| x.prev_failed)),
-            b(r.iter().map(|x| x.after_repeat_run)),
-            i32s(r.iter().map(|x| x.prior_failures)),
-            b(r.iter().map(|x| x.is_last)),
-            s(r.iter().map(|x| x.turn_sha.as_str())),
-            Arc::new(commands.finish()),
-            os(r.iter().map(|x| x.format_error.as_deref())),
-            b(r.iter().map(|x| x.parsed)),
+            ("traj_id", s(r.iter().map(|x| x.traj_id.as_str()))),
+            ("source", s(r.iter().map(|x| x.source.as_str()))),
+            ("t", i32s(r.iter().map(|x| x.t))),
+            ("msg_idx", i32s(r.iter().map(|x| x.msg_idx))),
+            ("candidate_n", oi32(r.iter().map(|x| x.candidate_n))),
+            ("command", os(r.iter().map(|x| x.command.as_deref()))),
+            ("n_bash_blocks", i32s(r.iter().map(|x| x.n_bash_blocks))),
+            ("cmd_kind", s(r.iter().map(|x| x.cmd_kind.as_str()))),
+            ("obs_failed", ob(r.iter().map(|x| x.obs_failed))),
+            ("returncode", oi64(r.iter().map(|x| x.returncode))),
+            ("think_unclosed", b(r.iter().map(|x| x.think_unclosed))),
+            ("is_submit", b(r.iter().map(|x| x.is_submit))),
+            (
+                "submit_signal",
+                os(r.iter().map(|x| x.submit_signal.as_deref())),
+            ),
+            ("is_repeat", b(r.iter().map(|x| x.is_repeat))),
+            ("repeats_prev", b(r.iter().map(|x| x.repeats_prev))),
+            ("prev_failed", b(r.iter().map(|x| x.prev_failed))),
+            ("after_repeat_run", b(r.iter().map(|x| x.after_repeat_run))),
+            ("prior_failures", i32s(r.iter().map(|x| x.prior_failures))),
+            ("is_last", b(r.iter().map(|x| x.is_last))),
+            ("turn_sha", s(r.iter().map(|x| x.turn_sha.as_str()))),
+            ("commands", Arc::new(commands.finish())),
+            (
+                "format_error",
+                os(r.iter().map(|x| x.format_error.as_deref())),
+            ),
+            ("parsed", b(r.iter().map(|x| x.parsed))),
         ],
     )
 }
@@ -317,15 +408,21 @@ pub fn questions_batch(r: &[QuestionRow]) -> Result<RecordBatch, LakeError> {
     batch(
         "questions",
         vec![
-            s(r.iter().map(|x| x.eval_run_id.as_str())),
-            s(r.iter().map(|x| x.sample_id.as_str())),
-            s(r.iter().map(|x| x.question_id.as_str())),
-            os(r.iter().map(|x| x.text.as_deref())),
-            os(r.iter().map(|x| x.tag.as_deref())),
-            os(r.iter().map(|x| x.category.as_deref())),
-            os(r.iter().map(|x| x.requires.as_deref())),
-            os(r.iter().map(|x| x.example_bad.as_deref())),
-            os(r.iter().map(|x| x.sample_phase.as_deref())),
+            ("eval_run_id", s(r.iter().map(|x| x.eval_run_id.as_str()))),
+            ("sample_id", s(r.iter().map(|x| x.sample_id.as_str()))),
+            ("question_id", s(r.iter().map(|x| x.question_id.as_str()))),
+            ("text", os(r.iter().map(|x| x.text.as_deref()))),
+            ("tag", os(r.iter().map(|x| x.tag.as_deref()))),
+            ("category", os(r.iter().map(|x| x.category.as_deref()))),
+            ("requires", os(r.iter().map(|x| x.requires.as_deref()))),
+            (
+                "example_bad",
+                os(r.iter().map(|x| x.example_bad.as_deref())),
+            ),
+            (
+                "sample_phase",
+                os(r.iter().map(|x| x.sample_phase.as_deref())),
+            ),
         ],
     )
 }
@@ -339,16 +436,22 @@ pub fn judgments_batch(r: &[JudgmentRow]) -> Result<RecordBatch, LakeError> {
     batch(
         "judgments",
         vec![
-            s(r.iter().map(|x| x.eval_run_id.as_str())),
-            s(r.iter().map(|x| x.sample_id.as_str())),
-            s(r.iter().map(|x| x.side.as_str())),
-            s(r.iter().map(|x| x.traj_id.as_str())),
-            s(r.iter().map(|x| x.question_id.as_str())),
-            oi32(r.iter().map(|x| x.answer)),
-            os(r.iter().map(|x| x.explanation.as_deref())),
-            Arc::new(cited.finish()),
-            os(r.iter().map(|x| x.judge_model.as_deref())),
-            b(r.iter().map(|x| x.looped)),
+            ("eval_run_id", s(r.iter().map(|x| x.eval_run_id.as_str()))),
+            ("sample_id", s(r.iter().map(|x| x.sample_id.as_str()))),
+            ("side", s(r.iter().map(|x| x.side.as_str()))),
+            ("traj_id", s(r.iter().map(|x| x.traj_id.as_str()))),
+            ("question_id", s(r.iter().map(|x| x.question_id.as_str()))),
+            ("answer", oi32(r.iter().map(|x| x.answer))),
+            (
+                "explanation",
+                os(r.iter().map(|x| x.explanation.as_deref())),
+            ),
+            ("cited_outputs", Arc::new(cited.finish())),
+            (
+                "judge_model",
+                os(r.iter().map(|x| x.judge_model.as_deref())),
+            ),
+            ("looped", b(r.iter().map(|x| x.looped))),
         ],
     )
 }
@@ -357,17 +460,59 @@ pub fn rejects_batch(r: &[RejectRow]) -> Result<RecordBatch, LakeError> {
     batch(
         "rejects",
         vec![
-            s(r.iter().map(|x| x.reject_id.as_str())),
-            s(r.iter().map(|x| x.source.as_str())),
-            s(r.iter().map(|x| x.input_file.as_str())),
-            oi64(r.iter().map(|x| x.line)),
-            os(r.iter().map(|x| x.field.as_deref())),
-            s(r.iter().map(|x| x.reason.as_str())),
-            Arc::new(
-                r.iter()
-                    .map(|x| Some(x.raw.as_slice()))
-                    .collect::<BinaryArray>(),
+            ("reject_id", s(r.iter().map(|x| x.reject_id.as_str()))),
+            ("source", s(r.iter().map(|x| x.source.as_str()))),
+            ("input_file", s(r.iter().map(|x| x.input_file.as_str()))),
+            ("line", oi64(r.iter().map(|x| x.line))),
+            ("field", os(r.iter().map(|x| x.field.as_deref()))),
+            ("reason", s(r.iter().map(|x| x.reason.as_str()))),
+            (
+                "raw",
+                Arc::new(
+                    r.iter()
+                        .map(|x| Some(x.raw.as_slice()))
+                        .collect::<BinaryArray>(),
+                ),
             ),
         ],
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_are_placed_by_name_and_a_missing_or_stray_one_is_named() {
+        let r = RejectRow {
+            reject_id: "id".into(),
+            raw: b"x".to_vec(),
+            ..Default::default()
+        };
+        let b = rejects_batch(&[r]).unwrap();
+        let schema = table_schema("rejects").unwrap().schema;
+        assert_eq!(b.schema().fields(), schema.fields());
+        let one = |name: &'static str| (name, s(["v"].into_iter()));
+        let err = batch("questions", vec![one("eval_run_id")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no column sample_id"), "{err}");
+        let mut all: Vec<_> = schema_names("questions").into_iter().map(one).collect();
+        all.push(one("stray"));
+        let err = batch("questions", all).unwrap_err().to_string();
+        assert!(
+            err.contains("column stray is not in schemas/questions.json"),
+            "{err}"
+        );
+    }
+
+    fn schema_names(table: &str) -> Vec<&'static str> {
+        table_schema(table)
+            .unwrap()
+            .schema
+            .fields()
+            .iter()
+            .map(|f| &*f.name().clone().leak())
+            .collect()
+    }
 }
