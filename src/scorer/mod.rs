@@ -6,6 +6,7 @@
 
 pub mod features;
 pub mod jobs;
+pub mod loop_check;
 pub mod matrix;
 pub mod metrics;
 pub mod model;

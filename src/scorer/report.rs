@@ -10,6 +10,7 @@ use arrow::record_batch::RecordBatch;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+use super::loop_check::{loop_check, LoopCheck};
 use super::metrics::{self, interval95};
 use super::model::Model;
 use super::split::Part;
@@ -51,23 +52,6 @@ pub struct EndToEnd {
     /// Whether the challenger clears the margin, by the judge and by the scorer.
     pub judge_challenger_wins: bool,
     pub predicted_challenger_wins: bool,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct LoopDisagreement {
-    pub traj_id: String,
-    pub sample_id: String,
-    pub side: String,
-    pub judge_looped: bool,
-    pub loop_verdict: bool,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct LoopCheck {
-    pub judged_sides: usize,
-    pub judge_looped: usize,
-    pub verdict_looped: usize,
-    pub disagreements: Vec<LoopDisagreement>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -408,41 +392,6 @@ pub fn from_predictions(
             .unwrap_or_default(),
         end_to_end,
         loops: loop_check(batches),
-    }
-}
-
-/// The loop verdict against the judge's own, over every judged side.
-pub fn loop_check(batches: &[RecordBatch]) -> LoopCheck {
-    let traj = columns::strings(batches, "traj_id");
-    let samples = columns::strings(batches, "sample_id");
-    let side = columns::strings(batches, "side");
-    let judge = columns::bools(batches, "judge_looped");
-    let verdict = columns::bools(batches, "loop_verdict");
-    let labels = columns::i64s(batches, "label");
-    let mut seen: BTreeMap<String, LoopDisagreement> = BTreeMap::new();
-    for i in 0..traj.len() {
-        if labels[i].is_none() {
-            continue;
-        }
-        let id = traj[i].clone().unwrap_or_default();
-        let e = seen.entry(id.clone()).or_insert_with(|| LoopDisagreement {
-            traj_id: id,
-            sample_id: samples[i].clone().unwrap_or_default(),
-            side: side[i].clone().unwrap_or_default(),
-            judge_looped: false,
-            loop_verdict: false,
-        });
-        e.judge_looped |= judge[i].unwrap_or(false);
-        e.loop_verdict |= verdict[i].unwrap_or(false);
-    }
-    LoopCheck {
-        judged_sides: seen.len(),
-        judge_looped: seen.values().filter(|s| s.judge_looped).count(),
-        verdict_looped: seen.values().filter(|s| s.loop_verdict).count(),
-        disagreements: seen
-            .into_values()
-            .filter(|s| s.judge_looped != s.loop_verdict)
-            .collect(),
     }
 }
 
