@@ -3,7 +3,7 @@
 -- (a content hash), never by position.
 -- Reads: trajectories, turns, turn_credit (judged turns), turn_labels (the
 -- turn-credit model's labels of unjudged turns), verl_sources(source).
--- Defines: verl_trajectories, verl_turns.
+-- Defines: verl_trajectories, verl_turns, verl_messages.
 
 -- Albedo sides the judge scored, and every run of the other sources.
 CREATE VIEW verl_trajectories AS
@@ -30,3 +30,14 @@ FROM verl_trajectories tr
 JOIN turns u ON u.traj_id = tr.traj_id AND (NOT tr.judged OR u.candidate_n IS NOT NULL)
 LEFT JOIN turn_credit c ON c.traj_id = u.traj_id AND c.turn_sha = u.turn_sha
 LEFT JOIN turn_labels l ON l.traj_id = u.traj_id AND l.turn_sha = u.turn_sha;
+
+-- The exported trajectories' recorded messages in order, each with whether it was sent to
+-- the model (a response the agent rejected was not) and still has the digests ingest stored.
+CREATE VIEW verl_messages AS
+SELECT m.traj_id, m.idx, m.role, m.content, m.reasoning_content, m.tool_calls, m.tool_call_id,
+       coalesce(m.recovered, false) AS recovered,
+       content_intact(m.content, m.content_sha, m.reasoning_content, m.tool_calls,
+                      m.tool_call_id, m.fields_sha) AS intact
+FROM messages m
+WHERE m.traj_id IN (SELECT traj_id FROM verl_trajectories)
+ORDER BY m.traj_id, m.idx;

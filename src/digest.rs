@@ -60,6 +60,24 @@ pub fn fields_sha(
     hex::encode(h.finalize())[..STORED_SHA_HEX].to_string()
 }
 
+/// Whether a message still has the digests ingest stored: its content's
+/// sha256 begins with `content_sha` (at least [`STORED_SHA_HEX`] digits;
+/// lakes written before hold all 64), and its reasoning, tool calls and tool
+/// call id give `fields_sha` (lakes written before it have none, and are
+/// checked on content alone). Exports refuse a message that is not; SQL
+/// calls it as `content_intact`.
+pub fn content_intact(
+    content: &str,
+    content_sha: &str,
+    [reasoning_content, tool_calls, tool_call_id]: [Option<&str>; 3],
+    stored_fields_sha: Option<&str>,
+) -> bool {
+    content_sha.len() >= STORED_SHA_HEX
+        && sha256_hex(content.as_bytes()).starts_with(content_sha)
+        && stored_fields_sha
+            .is_none_or(|f| fields_sha(reasoning_content, tool_calls, tool_call_id) == f)
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -73,5 +91,26 @@ mod tests {
             (size, sha),
             (bytes.len() as u64, super::sha256_hex(bytes.as_bytes()))
         );
+    }
+
+    #[test]
+    fn a_message_is_intact_while_its_digests_match() {
+        let content = "naïve";
+        let full = super::sha256_hex(content.as_bytes());
+        let short = &full[..super::STORED_SHA_HEX];
+        let none = [None, None, None];
+        assert!(super::content_intact(content, short, none, None));
+        assert!(super::content_intact(content, &full, none, None));
+        assert!(!super::content_intact(content, &full[..8], none, None));
+        assert!(!super::content_intact("naive", short, none, None));
+        let fields = [Some("think"), None, None];
+        let stored = super::fields_sha(Some("think"), None, None);
+        assert!(super::content_intact(content, short, fields, Some(&stored)));
+        assert!(!super::content_intact(
+            content,
+            short,
+            [Some("other"), None, None],
+            Some(&stored)
+        ));
     }
 }

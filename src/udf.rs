@@ -15,6 +15,7 @@
 //! | `submit_signal(command, next_observation, exit_status_after, marker)` | `command`, `observation`, `exit` or null |
 //! | `think_unclosed(text)` | whether a `<think>` is left open |
 //! | `fields_sha(reasoning_content, tool_calls, tool_call_id)` | the digest `messages.fields_sha` stores of them |
+//! | `content_intact(content, content_sha, reasoning_content, tool_calls, tool_call_id, fields_sha)` | whether a message still has the digests ingest stored (never null) |
 //! | `cited_outputs(text)` | the CANDIDATE OUTPUT numbers a judge explanation cites |
 //! | `obs_format(text)` | RETURNCODE / SWE_AGENT / OPENHANDS of an observation |
 //! | `obs_failed(text [, format])` | whether an observation reports failure (in `format`, else its own) |
@@ -241,6 +242,26 @@ fn fields_sha(a: &[&StringArray]) -> ArrayRef {
                 ))
             })
             .collect::<StringArray>(),
+    )
+}
+fn content_intact(a: &[&StringArray]) -> ArrayRef {
+    fn value(c: &StringArray, i: usize) -> Option<&str> {
+        c.is_valid(i).then(|| c.value(i))
+    }
+    Arc::new(
+        (0..a[0].len())
+            .map(|i| {
+                let (Some(content), Some(sha)) = (value(a[0], i), value(a[1], i)) else {
+                    return Some(false);
+                };
+                Some(crate::digest::content_intact(
+                    content,
+                    sha,
+                    [value(a[2], i), value(a[3], i), value(a[4], i)],
+                    value(a[5], i),
+                ))
+            })
+            .collect::<BooleanArray>(),
     )
 }
 fn cited_outputs(a: &[&StringArray]) -> ArrayRef {
@@ -513,6 +534,7 @@ pub fn all() -> Vec<ScalarUDF> {
         Udf::new("submit_signal", DataType::Utf8, (4, 4), submit_signal),
         Udf::new("think_unclosed", DataType::Boolean, (1, 1), think_unclosed),
         Udf::new("fields_sha", DataType::Utf8, (3, 3), fields_sha),
+        Udf::new("content_intact", DataType::Boolean, (6, 6), content_intact),
         Udf::new("cited_outputs", list, (1, 1), cited_outputs),
         Udf::new(
             "normalize_command",

@@ -50,21 +50,6 @@ pub enum ExportError {
     Parquet(#[from] parquet::errors::ParquetError),
 }
 
-/// SQL for whether message `m` still has the digests ingest stored: its
-/// content's sha256 begins with `content_sha` (the first `STORED_SHA_HEX`
-/// hex digits; lakes written before hold all 64, which the prefix test reads
-/// too), and its reasoning, tool calls and tool call id give `fields_sha`
-/// (lakes written before it have none, and are checked on content alone).
-fn content_intact_sql() -> String {
-    format!(
-        "(starts_with(encode(sha256(m.content), 'hex'), m.content_sha) \
-         AND length(m.content_sha) >= {} \
-         AND (m.fields_sha IS NULL \
-              OR fields_sha(m.reasoning_content, m.tool_calls, m.tool_call_id) = m.fields_sha))",
-        crate::digest::STORED_SHA_HEX
-    )
-}
-
 /// One exported message as recorded: role and content, and where recorded
 /// its reasoning, its tool calls (the stored chat-shape JSON, `arguments`
 /// as the recorded string) and the tool call an observation answers.

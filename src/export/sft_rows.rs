@@ -19,6 +19,7 @@ use crate::columns::{bools, f64s, i64s, strings};
 use crate::engine::{self, EngineError};
 use crate::lake::Lake;
 use crate::pipeline::mix::register_rows;
+use crate::pipeline::sqlstep::run_script;
 
 /// The `tags` list of each row (empty where null).
 fn tag_lists(batches: &[RecordBatch]) -> Result<Vec<Vec<String>>, ExportError> {
@@ -66,22 +67,8 @@ pub(crate) fn stream_memory() -> usize {
 /// the sort itself (64 rows took validate twice as long).
 const MESSAGE_BATCH_ROWS: usize = 512;
 
-/// Each row's place in row_id order (1, 2, ...), the key of its
-/// trajectory, the last message it reads and its train turns: what the
-/// stream's joins build on, a few dozen bytes a row (with the rows' own
-/// strings there, several times that: bench/README.md).
-/// A key two trajectories share lets the other's messages and turns
-/// through, and the reader drops them by their `traj_id`. (`row_id` is
-/// unique in the mix and in each product, so every query numbers the rows
-/// alike.)
-const ROW_KEYS_SQL: &str = "SELECT row_number() OVER (ORDER BY row_id) AS ord, \
-        hash_key(traj_id) AS key, upto_msg, train_turns FROM rows_in";
-
-/// The rows themselves by their place in row_id order (the window's sort is
-/// the only one: its output is in `ord` order).
-const ROWS_SQL: &str = "SELECT row_number() OVER (ORDER BY row_id) AS ord, \
-        arrow_cast(row_id, 'Utf8') AS row_id, arrow_cast(mix, 'Utf8') AS mix, \
-        arrow_cast(traj_id, 'Utf8') AS traj_id FROM rows_in ORDER BY 1";
+pub const SQL_FILE: &str = "sql/export_rows.sql";
+pub const SQL: &str = include_str!("../../sql/export_rows.sql");
 
 /// Bytes each sort of the rows, their train turns and credit holds before it
 /// spills (and validate's sort of the rows it keeps): small, so that they
@@ -89,54 +76,6 @@ const ROWS_SQL: &str = "SELECT row_number() OVER (ORDER BY row_id) AS ord, \
 pub(crate) const SMALL_SORT_BUDGET: usize = 4 << 20;
 /// Rows per batch of those queries: a spill file's merge holds one.
 pub(crate) const SMALL_BATCH_ROWS: usize = 1024;
-
-/// Each row's messages by its `ord` (see [`ROW_KEYS_SQL`]); which messages
-/// train comes from the train turns' stream (their `msg_idx`).
-///
-/// Strings are plain Utf8 before the sort (the session's lake tables give
-/// them so; the casts keep it so whatever a session gives): a joined string view
-/// keeps pointing into the whole batch it came from, which the sort would
-/// count (ten times over) against its memory budget.
-fn messages_sql() -> String {
-    format!(
-        "SELECT k.ord, arrow_cast(m.traj_id, 'Utf8') AS traj_id, m.idx, \
-        arrow_cast(m.role, 'Utf8') AS role, arrow_cast(m.content, 'Utf8') AS content, \
-        arrow_cast(m.reasoning_content, 'Utf8') AS reasoning_content, \
-        arrow_cast(m.tool_calls, 'Utf8') AS tool_calls, \
-        arrow_cast(m.tool_call_id, 'Utf8') AS tool_call_id, \
-        {} AS intact \
- FROM ({ROW_KEYS_SQL}) k \
- JOIN messages m ON hash_key(m.traj_id) = k.key AND (k.upto_msg IS NULL OR m.idx <= k.upto_msg) \
- WHERE m.role <> 'exit' AND m.recovered IS NOT TRUE \
- ORDER BY 1, 3",
-        super::content_intact_sql()
-    )
-}
-
-/// Each row's train turns (its trajectory's turns listed in `train_turns`),
-/// with the message each one is.
-fn train_turns_sql() -> String {
-    format!(
-        "SELECT k.ord, arrow_cast(u.traj_id, 'Utf8') AS traj_id, u.t, u.msg_idx, \
-        arrow_cast(u.cmd_kind, 'Utf8') AS cmd_kind, u.prev_failed \
- FROM ({ROW_KEYS_SQL}) k \
- JOIN turns u ON hash_key(u.traj_id) = k.key AND array_has(k.train_turns, u.t) \
- ORDER BY 1, 3"
-    )
-}
-
-/// The credit of each row's train turns (judged turns have it). A join of
-/// the train turns with their credit would build on the train turns, with
-/// their strings; the two sorted streams are merged here instead.
-fn credit_sql() -> String {
-    format!(
-        "SELECT k.ord, arrow_cast(c.traj_id, 'Utf8') AS traj_id, c.t, c.credit, \
-        arrow_cast(c.tags, 'List(Utf8)') AS tags \
- FROM ({ROW_KEYS_SQL}) k \
- JOIN turn_credit c ON hash_key(c.traj_id) = k.key AND array_has(k.train_turns, c.t) \
- ORDER BY 1, 3"
-    )
-}
 
 /// Reads a batch of a query into its records, each with its row's `ord`.
 type OrdDecoder<T> = fn(&RecordBatch) -> Result<Vec<(i64, T)>, ExportError>;
@@ -352,34 +291,39 @@ async fn produce(
 ) -> Result<(), ExportError> {
     // One session per stream: two jobs running at once in one Ballista
     // session can be handed each other's stage plans.
-    let stream = |sql: String, what: &'static str, memory: usize, batch_rows: usize| async move {
+    let stream = |view: &'static str, what: &'static str, memory: usize, batch_rows: usize| async move {
         let ctx = engine::bounded_session(lake, memory, batch_rows).await?;
         register_rows(&ctx, table).await?;
         // One's own runs alone: no credit table, no judged turn.
         engine::register_empty_if_missing(&ctx, "turn_credit")?;
-        ctx.sql(&sql)
+        run_script(&ctx, SQL_FILE, SQL).await?;
+        ctx.table(view)
             .await
             .map_err(query_error(what))?
             .execute_stream()
             .await
             .map_err(query_error(what))
     };
-    let small = |sql: String, what| stream(sql, what, SMALL_SORT_BUDGET, SMALL_BATCH_ROWS);
+    let small = |view, what| stream(view, what, SMALL_SORT_BUDGET, SMALL_BATCH_ROWS);
     let mut messages = stream(
-        messages_sql(),
+        "export_messages",
         "messages",
         stream_memory() / 2,
         MESSAGE_BATCH_ROWS,
     )
     .await?;
-    let mut rows = OrdCursor::new(small(ROWS_SQL.into(), "rows").await?, "rows", row_infos);
+    let mut rows = OrdCursor::new(small("export_rows", "rows").await?, "rows", row_infos);
     let mut out = Chunker {
         turns: OrdCursor::new(
-            small(train_turns_sql(), "train turns").await?,
+            small("export_train_turns", "train turns").await?,
             "train turns",
             train_turns,
         ),
-        credit: OrdCursor::new(small(credit_sql(), "credit").await?, "credit", turn_credits),
+        credit: OrdCursor::new(
+            small("export_credit", "credit").await?,
+            "credit",
+            turn_credits,
+        ),
         chunk: Vec::with_capacity(CHUNK_ROWS),
         chunk_bytes: 0,
         // Four chunks are in flight at most: being built, two queued, consumed.

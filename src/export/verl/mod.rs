@@ -314,16 +314,7 @@ pub async fn write(
 ) -> Result<VerlSummary, ExportError> {
     let ctx = engine::session(lake).await?;
     let (trajectories, calibration) = plan(&ctx, lake, opts).await?;
-    let stream = ctx
-        .sql(&format!(
-            "SELECT m.traj_id, m.idx, m.role, m.content, m.reasoning_content, m.tool_calls, \
-             m.tool_call_id, coalesce(m.recovered, false) AS recovered, {} AS intact FROM messages m \
-             WHERE m.traj_id IN (SELECT traj_id FROM verl_trajectories) ORDER BY m.traj_id, m.idx",
-            super::content_intact_sql()
-        ))
-        .await?
-        .execute_stream()
-        .await?;
+    let stream = ctx.table("verl_messages").await?.execute_stream().await?;
 
     // Assembly and file writes run on a blocking thread, fed one trajectory at a time.
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Group>(64);
