@@ -17,6 +17,7 @@ pub mod engine;
 pub mod entry;
 pub mod export;
 pub mod failpoint;
+pub mod job;
 pub mod lake;
 pub mod output;
 pub mod pipeline;

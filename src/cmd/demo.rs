@@ -178,14 +178,16 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     }
 
     println!("\n== validate: every train turn through the shipped tokenizer and ChatML");
-    let validated =
-        super::validate::validate_table(&lake, &super::validate::ValidateArgs::defaults(32768))
-            .await?;
+    let validated = crate::job::validate::validate_table(
+        &lake,
+        &crate::job::validate::ValidateOptions::defaults(32768),
+    )
+    .await?;
     super::validate::print_report(&validated.report);
 
     println!("\n== export sft");
     let out = dir.join("sft_mix.jsonl");
-    let (s, manifest, manifest_path) = super::export::export_sft(
+    let (s, manifest, manifest_path) = crate::job::export::export_sft(
         &lake,
         "sft_mix",
         crate::export::sft::SftFormat::Jsonl,

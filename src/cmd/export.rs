@@ -9,9 +9,9 @@ use std::process::ExitCode;
 
 use crate::cmd::LakeArg;
 use crate::export::manifest;
-use crate::export::sft::{self, SftFormat};
-use crate::export::sft_rows;
+use crate::export::sft::SftFormat;
 use crate::export::verl;
+use crate::job::export::{export_sft, write_sft};
 use crate::storage::Location;
 
 #[derive(Debug, Subcommand)]
@@ -185,90 +185,6 @@ pub struct SftArgs {
     /// The rows to export: sft_mix, or one product table.
     #[arg(long, default_value = "sft_mix")]
     pub table: String,
-}
-
-/// Export `table` of `lake` as `format` to `out`: written to a local file
-/// first (beside `out`, or in the temporary folder for an object), hashed,
-/// then renamed or uploaded, so a failed export leaves nothing half-written.
-async fn write_sft(
-    lake: &crate::lake::Lake,
-    table: &str,
-    format: SftFormat,
-    out: &Location,
-) -> anyhow::Result<(sft::ExportSummary, manifest::FileEntry)> {
-    let scratch;
-    let tmp = match out.as_local() {
-        Some(p) => {
-            if let Some(d) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
-                std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
-            }
-            p.with_extension("partial")
-        }
-        None => {
-            scratch = tempfile::tempdir().context("creating a scratch folder")?;
-            scratch.path().join("export")
-        }
-    };
-    // Rows stream from the lake into the file; on any failure the partial
-    // file goes and nothing is published.
-    let writer = {
-        let tmp = tmp.clone();
-        tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
-            let file = std::fs::File::create(&tmp)
-                .with_context(|| format!("creating {}", tmp.display()))?;
-            Ok(sft::SftWriter::new(std::io::BufWriter::new(file), format)?)
-        })
-        .await??
-    };
-    let streamed = sft_rows::stream_rows(lake, table, writer, |w, rows| w.write(&rows)).await;
-    let written = match streamed {
-        Ok(w) => tokio::task::spawn_blocking(move || w.finish()).await?,
-        Err(e) => Err(e),
-    };
-    let written = match written {
-        Ok(summary) => summary,
-        Err(e) => {
-            let _ = tokio::fs::remove_file(&tmp).await;
-            return Err(anyhow::Error::from(e).context("export failed"));
-        }
-    };
-    let name = out.file_name().context("the export path names no file")?;
-    let entry = {
-        let tmp = tmp.clone();
-        tokio::task::spawn_blocking(move || manifest::entry(&name, &tmp)).await??
-    };
-    out.publish(&tmp).await?;
-    Ok((written, entry))
-}
-
-/// Export and write its manifest beside it: the summary, the manifest and where it went.
-pub async fn export_sft(
-    lake: &crate::lake::Lake,
-    table: &str,
-    format: SftFormat,
-    out: &Location,
-) -> anyhow::Result<(sft::ExportSummary, manifest::Manifest, Location)> {
-    let (summary, entry) = write_sft(lake, table, format, out).await?;
-    let export = serde_json::json!({"kind": "sft", "table": table, "format": format_name(format)});
-    let m = manifest::build(lake, export, vec![entry]).await?;
-    let mpath = manifest_path(out);
-    manifest::write(&m, &mpath)
-        .await
-        .with_context(|| format!("writing {mpath}"))?;
-    Ok((summary, m, mpath))
-}
-
-/// Where an export's manifest goes: `PATH.manifest.json`.
-pub fn manifest_path(out: &Location) -> Location {
-    let name = format!("{}.manifest.json", out.file_name().unwrap_or_default());
-    out.parent().unwrap_or_else(|| out.clone()).join(&name)
-}
-
-fn format_name(f: SftFormat) -> &'static str {
-    match f {
-        SftFormat::Jsonl => "jsonl",
-        SftFormat::Parquet => "parquet",
-    }
 }
 
 pub async fn run(lake: &LakeArg, cmd: ExportCommand) -> anyhow::Result<ExitCode> {

@@ -40,18 +40,6 @@ impl LakeArg {
     }
 }
 
-/// A TOML config from `(name, text)`, or the embedded default; errors name the file.
-pub fn parse_config<T>(
-    file: Option<(String, String)>,
-    default: fn() -> T,
-    parse: fn(&str) -> Result<T, String>,
-) -> anyhow::Result<T> {
-    match file {
-        None => Ok(default()),
-        Some((name, text)) => parse(&text).map_err(|e| anyhow::anyhow!("{name}: {e}")),
-    }
-}
-
 /// A TOML config read from `path`, or the embedded default; errors name the file.
 pub fn load_config<T>(
     path: Option<&std::path::PathBuf>,
@@ -65,5 +53,5 @@ pub fn load_config<T>(
                 .map_err(|e| anyhow::anyhow!("reading {}: {e}", p.display()))
         })
         .transpose()?;
-    parse_config(file, default, parse)
+    crate::job::parse_config(file, default, parse)
 }

@@ -1,30 +1,17 @@
 //! `turnlake validate [--table T] [--tokenizer F | --tiktoken F] [--template F] [--limit N] [--over-limit keep|drop]`
 
-use anyhow::{bail, Context};
-use clap::{Args, ValueEnum};
+use anyhow::bail;
+use clap::Args;
 use comfy_table::Table;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::cmd::LakeArg;
-use crate::engine;
-use crate::export::sft_rows;
-use crate::lake::Lake;
-use crate::pipeline::provenance::Provenance;
+use crate::job::validate::{validate_table, Validated};
+pub use crate::job::validate::{OverLimit, ValidateOptions};
 use crate::pipeline::reproduction::{Reproduction, Unit};
-use crate::tokenize::hf::HfEncoder;
-use crate::tokenize::template::ChatTemplate;
-use crate::tokenize::tiktoken::{TiktokenEncoder, QWEN_PATTERN};
-use crate::tokenize::validate::{check_rows, Mode, Tally, ValidationReport};
-use crate::tokenize::{TextEncoder, CHATML_SPECIALS, DEFAULT_TOKENIZER};
-
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum OverLimit {
-    /// Keep rows over the limit and report them.
-    Keep,
-    /// Leave them out of sft_validated and count them.
-    Drop,
-}
+use crate::tokenize::tiktoken::QWEN_PATTERN;
+use crate::tokenize::validate::{Mode, ValidationReport};
 
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
@@ -55,24 +42,6 @@ pub struct ValidateArgs {
     /// chat-template trainers do; `segments`: each message's content on its own.
     #[arg(long, value_enum, default_value = "whole")]
     pub mode: Mode,
-}
-
-pub fn encoder(
-    tokenizer: Option<&PathBuf>,
-    tiktoken: Option<&PathBuf>,
-    pattern: &str,
-) -> anyhow::Result<Box<dyn TextEncoder>> {
-    Ok(match (tokenizer, tiktoken) {
-        (_, Some(t)) => {
-            let specials: Vec<(&str, Option<u32>)> =
-                CHATML_SPECIALS.iter().map(|s| (*s, None)).collect();
-            Box::new(TiktokenEncoder::from_file(t, pattern, &specials).map_err(anyhow::Error::msg)?)
-        }
-        (Some(f), None) => Box::new(HfEncoder::from_file(f).map_err(anyhow::Error::msg)?),
-        (None, None) => {
-            Box::new(HfEncoder::from_bytes(DEFAULT_TOKENIZER).map_err(anyhow::Error::msg)?)
-        }
-    })
 }
 
 /// The reference's credit-set token figures beside the lake's.
@@ -170,151 +139,23 @@ pub fn print_report(r: &ValidationReport) {
 }
 
 impl ValidateArgs {
-    /// sft_mix through the shipped tokenizer and ChatML, whole conversations, rows over `limit` kept.
-    pub fn defaults(limit: usize) -> ValidateArgs {
-        ValidateArgs {
-            table: "sft_mix".into(),
-            tokenizer: None,
-            tiktoken: None,
-            pattern: QWEN_PATTERN.into(),
-            template: None,
-            limit,
-            over_limit: OverLimit::Keep,
-            format: super::stats::ReportFormat::Table,
-            mode: Mode::Whole,
+    pub fn options(&self) -> ValidateOptions {
+        ValidateOptions {
+            table: self.table.clone(),
+            tokenizer: self.tokenizer.clone(),
+            tiktoken: self.tiktoken.clone(),
+            pattern: self.pattern.clone(),
+            template: self.template.clone(),
+            limit: self.limit,
+            over_limit: self.over_limit,
+            mode: self.mode,
         }
     }
 }
 
-/// The validation's parameters, as its lake commit records them and `build` compares them.
-pub fn params(args: &ValidateArgs) -> serde_json::Value {
-    // A file's content, not its path, decides what validate would say.
-    let digest = |p: &Option<PathBuf>| {
-        p.as_ref().map(|p| match crate::digest::hash_file(p) {
-            Ok((_, sha)) => sha,
-            Err(e) => format!("unreadable: {e}"),
-        })
-    };
-    serde_json::json!({
-        "table": args.table,
-        "tokenizer_sha256": digest(&args.tokenizer),
-        "tiktoken_sha256": digest(&args.tiktoken),
-        "pattern": args.pattern,
-        "template_sha256": digest(&args.template),
-        "limit": args.limit,
-        "over_limit": format!("{:?}", args.over_limit),
-        "mode": args.mode,
-    })
-}
-
-/// What one validation found and wrote.
-pub struct Validated {
-    pub report: ValidationReport,
-    pub secs: f64,
-    /// Rows written to sft_validated (`None` when read --as-of, which writes nothing).
-    pub kept: Option<usize>,
-}
-
-/// Validate `args.table` of `lake` and, unless it is read --as-of or a train
-/// turn fails, write the rows that pass to sft_validated in one lake commit.
-pub async fn validate_table(lake: &Lake, args: &ValidateArgs) -> anyhow::Result<Validated> {
-    let enc = encoder(
-        args.tokenizer.as_ref(),
-        args.tiktoken.as_ref(),
-        &args.pattern,
-    )?;
-    let template = match &args.template {
-        None => ChatTemplate::chatml(),
-        Some(p) => ChatTemplate::from_toml(
-            &std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?,
-        )
-        .map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?,
-    };
-    // What is validated is what the lake holds now: take the writer lock first
-    // (unless reading --as-of an earlier commit, which writes nothing).
-    let writer = if lake.is_pinned() {
-        None
-    } else {
-        Some(lake.begin("validate", params(args)).await?)
-    };
-    let input_version = lake.view().await?.tables.get(&args.table).copied();
-    // Rows stream from the lake in chunks; each chunk is checked on the
-    // blocking pool and only its findings are kept.
-    let ctx = engine::session(lake).await?;
-    // A missing table is named by the stream below.
-    let total = match lake.table(&args.table).await? {
-        Some(_) => ctx.table(args.table.as_str()).await?.count().await? as u64,
-        None => 0,
-    };
-    let bar = crate::progress::bar(total, "validate");
-    let started = std::time::Instant::now();
-    let (progress, mode) = (bar.clone(), args.mode);
-    let tally = Tally::new(args.limit, mode);
-    let report = sft_rows::stream_rows(lake, &args.table, tally, move |tally, rows| {
-        let tick = || progress.inc(1);
-        tally.add(check_rows(enc.as_ref(), &template, &rows, mode, &tick));
-        Ok(())
-    })
-    .await
-    .context("reading the rows to validate")?
-    .report();
-    let secs = started.elapsed().as_secs_f64();
-    bar.finish_and_clear();
-    let (Some(mut writer), true) = (writer, report.failures.is_empty()) else {
-        return Ok(Validated {
-            report,
-            secs,
-            kept: None,
-        });
-    };
-    // sft_validated: the rows that passed, less those over the limit when dropping.
-    let dropped: Vec<String> = if args.over_limit == OverLimit::Drop {
-        report.over_limit_rows.clone()
-    } else {
-        Vec::new()
-    };
-    let provenance = Provenance {
-        dropped: Some(dropped.len() as u64),
-        ..Provenance::new(
-            "validate",
-            [(args.table.clone(), input_version)].into(),
-            params(args),
-            None,
-        )
-    }
-    .to_value();
-    let kept = {
-        use datafusion::prelude::{col, lit};
-        let dropped_ids = dropped.iter().map(|r| lit(r.as_str())).collect();
-        // The sort spills past a small budget: its memory does not grow with the mix.
-        let bounded = engine::bounded_session(
-            lake,
-            sft_rows::SMALL_SORT_BUDGET,
-            sft_rows::SMALL_BATCH_ROWS,
-        )
-        .await?;
-        bounded
-            .table(args.table.as_str())
-            .await?
-            .filter(col("row_id").in_list(dropped_ids, true))?
-            .sort(vec![col("row_id").sort(true, false)])?
-    };
-    let kept = engine::stream(kept, "validate: keeping rows").await?;
-    let n_kept = lake
-        .overwrite_stream("sft_validated", kept, provenance.clone())
-        .await?;
-    writer.set_params(provenance);
-    writer.finish().await?;
-    Ok(Validated {
-        report,
-        secs,
-        kept: Some(n_kept),
-    })
-}
-
 pub async fn run(lake: &LakeArg, args: ValidateArgs) -> anyhow::Result<ExitCode> {
     let lake = lake.open().await?;
-    let Validated { report, secs, kept } = validate_table(&lake, &args).await?;
+    let Validated { report, secs, kept } = validate_table(&lake, &args.options()).await?;
     match args.format {
         super::stats::ReportFormat::Json => println!(
             "{}",

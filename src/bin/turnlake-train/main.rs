@@ -61,7 +61,7 @@ async fn train(lake: &LakeArg, args: TrainArgs) -> anyhow::Result<ExitCode> {
     let cfg = load_config(args.config.as_ref())?;
     let device = device(args.device)?;
     let lake = lake.open().await?;
-    let enc = turnlake::cmd::validate::encoder(args.tokenizer.as_ref(), None, "")?;
+    let enc = turnlake::job::validate::encoder(args.tokenizer.as_ref(), None, "")?;
     let prepared = train::prepare(&lake, &args.mix, enc.as_ref(), &ChatTemplate::chatml())
         .await
         .context("reading the rows to train on")?;
@@ -110,7 +110,7 @@ async fn sweep(lake: &LakeArg, args: SweepArgs) -> anyhow::Result<ExitCode> {
     let cfg = load_config(args.train_config.as_ref())?;
     let device = device(args.device)?;
     let lake = lake.open().await?;
-    let enc = turnlake::cmd::validate::encoder(None, None, "")?;
+    let enc = turnlake::job::validate::encoder(None, None, "")?;
     let prepared = train::prepare(&lake, &args.table, enc.as_ref(), &ChatTemplate::chatml())
         .await
         .context("reading the rows to train on")?;
