@@ -252,13 +252,7 @@ pub async fn run(lake: &Lake, plan: &Plan) -> anyhow::Result<Vec<StepRun>> {
 
     let started = Instant::now();
     let select_in = table_names(&steps::SELECT);
-    if steps::is_current(
-        lake,
-        &steps::SELECT,
-        select::recorded_params(select_config),
-    )
-    .await?
-    {
+    if steps::is_current(lake, &steps::SELECT, select::recorded_params(select_config)).await? {
         step(
             "select",
             false,

@@ -138,3 +138,42 @@ fn a_use_group_names_each_module_it_imports() {
     let text = "use crate::{lake::{Lake, LakeError}, turn, engine::x};\nlet _ = crate::udf::all();\n// crate::cli in a comment\n";
     assert_eq!(crate_modules_named(text), ["lake", "turn", "engine", "udf"]);
 }
+
+/// Command kinds have one home, `turn::CmdKind`: every kind the SQL names
+/// (`cmd_kind = '…'`, `cmd_kind IN ('…', …)`) is one of its labels, so a
+/// renamed kind cannot leave a query counting nothing.
+#[test]
+fn every_command_kind_the_sql_names_is_a_cmd_kind() {
+    let labels: Vec<&str> = turnlake::turn::CmdKind::ALL
+        .iter()
+        .map(|k| k.as_str())
+        .collect();
+    let compared = regex::Regex::new(r"cmd_kind\s*(?:=|<>|!=)\s*'([^']*)'").unwrap();
+    let listed = regex::Regex::new(r"cmd_kind\s+(?:NOT\s+)?IN\s*\(([^)]*)\)").unwrap();
+    let quoted = regex::Regex::new(r"'([^']*)'").unwrap();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("sql");
+    let (mut named, mut strays) = (0, Vec::new());
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut kinds: Vec<String> = compared
+            .captures_iter(&text)
+            .map(|c| c[1].to_string())
+            .collect();
+        for list in listed.captures_iter(&text) {
+            kinds.extend(quoted.captures_iter(&list[1]).map(|c| c[1].to_string()));
+        }
+        named += kinds.len();
+        strays.extend(
+            kinds
+                .into_iter()
+                .filter(|k| !labels.contains(&k.as_str()))
+                .map(|k| format!("{}: {k:?}", path.display())),
+        );
+    }
+    assert!(
+        named > 10,
+        "the SQL names {named} kinds: the patterns no longer match it"
+    );
+    assert!(strays.is_empty(), "not a CmdKind: {strays:?}");
+}
