@@ -102,6 +102,9 @@ async fn rows(lake: &Lake, tables: &[&str]) -> anyhow::Result<u64> {
     Ok(n)
 }
 
+/// The note of a step that did not run.
+const UNCHANGED: &str = "inputs and parameters unchanged";
+
 /// A pipeline file read, with its configs parsed: what [`run`] executes.
 pub struct Plan {
     file: PipelineFile,
@@ -229,13 +232,7 @@ pub async fn run(lake: &Lake, plan: &Plan) -> anyhow::Result<Vec<StepRun>> {
     let started = Instant::now();
     let credit_in = table_names(&steps::CREDIT);
     if steps::is_current(lake, &steps::CREDIT, serde_json::to_value(credit_config)?).await? {
-        step(
-            "credit",
-            false,
-            (0, 0),
-            started,
-            "inputs and parameters unchanged".into(),
-        );
+        step("credit", false, (0, 0), started, UNCHANGED.into());
     } else {
         let rows_in = rows(lake, &credit_in).await?;
         let s = credit::build(lake, credit_config)
@@ -253,13 +250,7 @@ pub async fn run(lake: &Lake, plan: &Plan) -> anyhow::Result<Vec<StepRun>> {
     let started = Instant::now();
     let select_in = table_names(&steps::SELECT);
     if steps::is_current(lake, &steps::SELECT, select::recorded_params(select_config)).await? {
-        step(
-            "select",
-            false,
-            (0, 0),
-            started,
-            "inputs and parameters unchanged".into(),
-        );
+        step("select", false, (0, 0), started, UNCHANGED.into());
     } else {
         let rows_in = rows(lake, &select_in).await?;
         select::build(lake, select_config)
@@ -277,13 +268,7 @@ pub async fn run(lake: &Lake, plan: &Plan) -> anyhow::Result<Vec<StepRun>> {
 
     let started = Instant::now();
     if steps::is_current(lake, &steps::MIX, serde_json::to_value(&select_config.mix)?).await? {
-        step(
-            "mix",
-            false,
-            (0, 0),
-            started,
-            "inputs and parameters unchanged".into(),
-        );
+        step("mix", false, (0, 0), started, UNCHANGED.into());
     } else {
         let r = mix::build(lake, &select_config.mix)
             .await
@@ -303,13 +288,7 @@ pub async fn run(lake: &Lake, plan: &Plan) -> anyhow::Result<Vec<StepRun>> {
     let started = Instant::now();
     let validate_args = ValidateOptions::defaults(file.limit);
     if steps::is_current(lake, &steps::VALIDATE, params(&validate_args)).await? {
-        step(
-            "validate",
-            false,
-            (0, 0),
-            started,
-            "inputs and parameters unchanged".into(),
-        );
+        step("validate", false, (0, 0), started, UNCHANGED.into());
     } else {
         let v = validate_table(lake, &validate_args).await?;
         anyhow::ensure!(
