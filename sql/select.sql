@@ -3,7 +3,9 @@
 -- sql/select_sides.sql built bucket by bucket; runs_gated and runs_tally, the mini-coder
 -- products that sql/select_runs.sql and sql/finish_keep.sql built part by part (see `gated`
 -- and `candidate_accounting`).
--- Writes: sft_credit, escape_duel, escape_mini, finish_mini, gate_demotions.
+-- Writes: sft_credit, escape_duel, escape_mini, finish_mini, gate_demotions; defines the
+-- summaries the step reports: select_mined, select_kept, select_escape_duel_rejected and
+-- select_figures.
 -- Every candidate here was built per bucket or part; this file only streams them (no join
 -- or grouping holds every candidate), so its memory does not grow with the lake.
 
@@ -83,3 +85,20 @@ SELECT
   (SELECT recovery_available FROM sides_tally) AS recovery_available,
   (SELECT recovery_passing FROM sides_tally) AS recovery_passing,
   (SELECT count(*) FROM gated WHERE demoted IS NOT NULL) AS demotions;
+
+-- Per product: the rows with a train turn before any cap (mined) and those the format gate
+-- left without one (dropped). gated_rows is a view: one pass gives both.
+CREATE VIEW select_mined AS
+SELECT mix, count(*) FILTER (WHERE n_train > 0) AS mined, count(*) FILTER (WHERE n_train = 0) AS dropped
+FROM gated_rows
+GROUP BY mix;
+
+-- Per product: the rows kept and their train turns.
+CREATE VIEW select_kept AS
+SELECT mix, count(*) AS n, sum(n_train) AS train FROM products GROUP BY mix;
+
+-- The share of escape_duel rows whose side the credit gates rejected.
+CREATE VIEW select_escape_duel_rejected AS
+SELECT CAST(count(*) FILTER (WHERE NOT passed_credit_gates) AS DOUBLE) / greatest(count(*), 1) AS share
+FROM products
+WHERE mix = 'escape_duel';

@@ -411,22 +411,13 @@ pub async fn build_in_parts(
     .await?;
     step.finish().await?;
 
-    // `gated_rows` is a view: one pass gives both the rows mined and those the gate dropped.
-    let rows = q(
-        "SELECT mix, count(*) FILTER (WHERE n_train > 0) AS mined, count(*) FILTER (WHERE n_train = 0) AS dropped FROM gated_rows GROUP BY mix".into(),
-        "gated_rows",
-    )
-    .await?;
+    let rows = q("SELECT * FROM select_mined".into(), "select_mined").await?;
     let mut mined = counts(&rows, "mix", "mined");
     // finish_mini's rows that train but are not kept never reached gated_rows.
     let runs = q("SELECT * FROM runs_tally".into(), "runs_tally").await?;
     let tally = |name: &str| i64s(&runs, name).first().copied().flatten().unwrap_or(0);
     mined.insert("finish_mini".into(), tally("finish_passing"));
-    let kept_batches = q(
-        "SELECT mix, count(*) AS n, sum(n_train) AS train FROM products GROUP BY mix".into(),
-        "products",
-    )
-    .await?;
+    let kept_batches = q("SELECT * FROM select_kept".into(), "select_kept").await?;
     let (kept, train) = (
         counts(&kept_batches, "mix", "n"),
         counts(&kept_batches, "mix", "train"),
@@ -456,8 +447,8 @@ pub async fn build_in_parts(
         );
     }
     let rejected = q(
-        "SELECT CAST(count(*) FILTER (WHERE NOT passed_credit_gates) AS DOUBLE) / greatest(count(*), 1) AS share FROM products WHERE mix = 'escape_duel'".into(),
-        "products",
+        "SELECT * FROM select_escape_duel_rejected".into(),
+        "select_escape_duel_rejected",
     )
     .await?;
     summary.escape_duel_from_rejected = f64s(&rejected, "share")
