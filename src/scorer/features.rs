@@ -8,7 +8,6 @@ use datafusion::prelude::SessionContext;
 use std::sync::Arc;
 
 use super::ScorerResult;
-use crate::engine;
 use crate::lake::Lake;
 use crate::pipeline::sqlstep::run_script;
 use crate::pipeline::step::Step;
@@ -74,26 +73,16 @@ pub const CATEGORICAL: &[&str] = &[
     "econ_measure",
 ];
 
-/// The lake's judged Albedo sides, their scored outputs (the turns with a
-/// CANDIDATE OUTPUT number) and messages, as the features SQL reads them.
-/// Albedo artifacts do not name a side's model; each eval run duels one
-/// challenger against its king, so a side stands for `SIDE of RUN`.
+/// `sql/scorer_lake_sides.sql`: the lake's judged Albedo sides, their turns
+/// and messages as the features SQL reads them.
+pub const LAKE_SIDES_SQL: (&str, &str) = (
+    "sql/scorer_lake_sides.sql",
+    include_str!("../../sql/scorer_lake_sides.sql"),
+);
+
+/// Define the lake's judged sides for the features SQL ([`LAKE_SIDES_SQL`]).
 pub async fn register_lake_sides(ctx: &SessionContext) -> ScorerResult<()> {
-    for (sql, what) in [
-        ("CREATE VIEW scorer_sides AS \
-          SELECT tr.traj_id, tr.eval_run_id, tr.sample_id, tr.side, \
-                 coalesce(tr.model, tr.side || ' of ' || tr.eval_run_id) AS model, \
-                 min(u.t) AS first_t, max(u.t) AS last_t \
-          FROM trajectories tr JOIN turns u ON u.traj_id = tr.traj_id AND u.candidate_n IS NOT NULL \
-          WHERE tr.judged \
-          GROUP BY tr.traj_id, tr.eval_run_id, tr.sample_id, tr.side, tr.model",
-         "scorer sides of the lake"),
-        ("CREATE VIEW scorer_turns_src AS SELECT * FROM turns", "scorer turns"),
-        ("CREATE VIEW scorer_messages_src AS SELECT * FROM messages", "scorer messages"),
-    ] {
-        engine::run_sql(ctx, sql, what).await?;
-    }
-    Ok(())
+    Ok(run_script(ctx, LAKE_SIDES_SQL.0, LAKE_SIDES_SQL.1).await?)
 }
 
 /// Register the loop thresholds and define `scorer_features` (the sides,

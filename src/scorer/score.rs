@@ -19,6 +19,7 @@ use super::{features, metrics, training, ScorerError, ScorerResult};
 use crate::columns;
 use crate::engine::{self, EngineError};
 use crate::lake::Lake;
+use crate::pipeline::sqlstep::run_script;
 use crate::source::rows::{messages_batch, turns_batch};
 use crate::source::{mswea, Record, TrajectoryRows};
 use crate::storage::Location;
@@ -84,23 +85,18 @@ fn normalize(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// `sql/scorer_known_samples.sql`: the samples a user's runs are matched against.
+const KNOWN_SAMPLES_SQL: (&str, &str) = (
+    "sql/scorer_known_samples.sql",
+    include_str!("../../sql/scorer_known_samples.sql"),
+);
+
 async fn known_samples(ctx: &SessionContext) -> ScorerResult<Vec<Sample>> {
     features::register_lake_sides(ctx).await?;
+    run_script(ctx, KNOWN_SAMPLES_SQL.0, KNOWN_SAMPLES_SQL.1).await?;
     let rows = engine::run_sql(
         ctx,
-        "WITH tasks AS ( \
-           SELECT traj_id, content FROM ( \
-             SELECT m.traj_id, m.content, row_number() OVER (PARTITION BY m.traj_id ORDER BY m.idx) AS k \
-             FROM messages m JOIN scorer_sides s ON s.traj_id = m.traj_id WHERE m.role = 'user') x \
-           WHERE k = 1) \
-         SELECT s.eval_run_id, s.sample_id, min(s.first_t) AS first_t, \
-                max(s.last_t - s.first_t + 1) AS n_scored, \
-                max(tr.score) FILTER (WHERE s.side = 'previous_king') AS king_score, \
-                min(t.content) AS task, max(e.required_win_margin) AS required_win_margin \
-         FROM scorer_sides s JOIN trajectories tr ON tr.traj_id = s.traj_id \
-         LEFT JOIN tasks t ON t.traj_id = s.traj_id \
-         LEFT JOIN evals e ON e.eval_run_id = s.eval_run_id \
-         GROUP BY s.eval_run_id, s.sample_id ORDER BY s.sample_id, s.eval_run_id",
+        "SELECT * FROM scorer_known_samples ORDER BY sample_id, eval_run_id",
         "known Albedo samples",
     )
     .await?;
