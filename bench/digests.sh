@@ -20,6 +20,7 @@ phase ingest_mini_coder "$BIN" "${L[@]}" ingest mini-coder "$WORK/corpus/mini-co
 phase credit "$BIN" "${L[@]}" credit
 phase select "$BIN" "${L[@]}" select
 phase mix "$BIN" "${L[@]}" mix
+phase validate "$BIN" "${L[@]}" validate
 phase export_sft "$BIN" "${L[@]}" export sft --out "$WORK/sft.jsonl"
 phase export_sft_parquet "$BIN" "${L[@]}" export sft --format parquet --out "$WORK/sft.parquet"
 phase scorer_features "$BIN" "${L[@]}" scorer features
@@ -29,11 +30,11 @@ echo "== digests"
 tables=$(ls "$WORK/lake" | grep -v '^_' | sort)
 for t in $tables; do
   if "$BIN" "${L[@]}" sql --format csv "SELECT * FROM $t" > "$WORK/$t.csv" 2> "$WORK/$t.err"; then
-    printf '%-20s %8d rows  %s\n' "$t" $(($(wc -l < "$WORK/$t.csv") - 1)) "$(sed "s#$WORK#WORK#g" "$WORK/$t.csv" | LC_ALL=C sort | sha256sum | cut -c1-16)"
+    printf '%-20s %8d csv lines  %s\n' "$t" $(($(wc -l < "$WORK/$t.csv") - 1)) "$(sed "s#$WORK#WORK#g" "$WORK/$t.csv" | LC_ALL=C sort | sha256sum | cut -c1-16)"
   else
     printf '%-20s %s\n' "$t" "(no table)"
   fi
 done
 for f in sft.jsonl sft.parquet stats.out; do
-  [ -e "$WORK/$f" ] && printf '%-20s %8s       %s\n' "$f" "file" "$(sha256sum < "$WORK/$f" | cut -c1-16)"
+  [ -e "$WORK/$f" ] && printf '%-20s %8s            %s\n' "$f" "file" "$(sha256sum < "$WORK/$f" | cut -c1-16)"
 done

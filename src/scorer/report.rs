@@ -186,41 +186,38 @@ pub fn evaluate(
     Ok(from_predictions(meta, batches, &p, margins))
 }
 
-/// The report from the predicted P(yes) of the held-out rows (in row order).
-pub fn from_predictions(
-    meta: &ModelMeta,
-    batches: &[RecordBatch],
-    p: &[f32],
-    margins: &BTreeMap<String, f64>,
-) -> ChecklistReport {
-    let table = checklist_table(batches);
-    let test = training::rows_in(&table, &meta.split, Part::Test);
-    let train = training::rows_in(&table, &meta.split, Part::Train);
-    let labels_all = columns::i64s(batches, "label");
-    let tags = columns::strings(batches, "tag");
-    let label = |i: usize| labels_all[i] == Some(1);
-    let predicted: Vec<bool> = p.iter().map(|&p| p as f64 >= meta.threshold).collect();
-    let judge: Vec<bool> = test.iter().map(|&i| label(i)).collect();
-    let scores: Vec<f64> = p.iter().map(|&p| p as f64).collect();
-
-    // The baseline: each tag's majority answer in training.
+/// Each tag's majority answer in training: the baseline a model must beat.
+fn tag_baseline(
+    train: &[usize],
+    test: &[usize],
+    tags: &[Option<String>],
+    label: impl Fn(usize) -> bool,
+) -> Vec<bool> {
     let mut tag_counts: BTreeMap<String, (usize, usize)> = BTreeMap::new();
-    for &i in &train {
+    for &i in train {
         let e = tag_counts
             .entry(tags[i].clone().unwrap_or_default())
             .or_default();
         e.0 += label(i) as usize;
         e.1 += 1;
     }
-    let base: Vec<bool> = test
-        .iter()
+    test.iter()
         .map(|&i| {
             tag_counts
                 .get(tags[i].as_deref().unwrap_or(""))
                 .is_some_and(|(yes, n)| 2 * yes >= *n)
         })
-        .collect();
+        .collect()
+}
 
+/// Accuracy and AUC per checklist tag over the held-out rows.
+fn by_tag(
+    test: &[usize],
+    tags: &[Option<String>],
+    predicted: &[bool],
+    judge: &[bool],
+    scores: &[f64],
+) -> Vec<TagRow> {
     let mut by_tag: BTreeMap<String, TagAnswers> = BTreeMap::new();
     for (k, &i) in test.iter().enumerate() {
         let e = by_tag
@@ -230,7 +227,7 @@ pub fn from_predictions(
         e.judge.push(judge[k]);
         e.scores.push(scores[k]);
     }
-    let by_tag = by_tag
+    by_tag
         .into_iter()
         .map(|(tag, a)| TagRow {
             tag,
@@ -239,9 +236,16 @@ pub fn from_predictions(
             accuracy: metrics::accuracy(&a.predicted, &a.judge),
             auc: metrics::auc(&a.scores, &a.judge),
         })
-        .collect();
+        .collect()
+}
 
-    // Sides, keyed by traj_id in row order.
+/// The held-out sides, keyed by traj_id, with their answers in row order.
+fn held_out_sides(
+    batches: &[RecordBatch],
+    test: &[usize],
+    predicted: &[bool],
+    judge: &[bool],
+) -> BTreeMap<String, Side> {
     let traj = columns::strings(batches, "traj_id");
     let runs = columns::strings(batches, "eval_run_id");
     let samples = columns::strings(batches, "sample_id");
@@ -260,9 +264,12 @@ pub fn from_predictions(
         s.predicted.push(predicted[k]);
         s.judge.push(judge[k]);
     }
-    let pred_scores: Vec<f64> = sides.values().map(Side::predicted_score).collect();
-    let judge_scores: Vec<f64> = sides.values().map(Side::judge_score).collect();
+    sides
+}
 
+/// Precision and recall of the catastrophic flag (a side scoring below
+/// [`CATASTROPHIC`]), where either flags any side.
+fn catastrophic(pred_scores: &[f64], judge_scores: &[f64]) -> (Option<f64>, Option<f64>) {
     let flagged_judge: Vec<bool> = judge_scores.iter().map(|s| *s < CATASTROPHIC).collect();
     let flagged_pred: Vec<bool> = pred_scores.iter().map(|s| *s < CATASTROPHIC).collect();
     let both = flagged_judge
@@ -272,8 +279,14 @@ pub fn from_predictions(
         .count() as f64;
     let n_pred = flagged_pred.iter().filter(|p| **p).count();
     let n_judge = flagged_judge.iter().filter(|j| **j).count();
+    (
+        (n_pred > 0).then(|| both / n_pred as f64),
+        (n_judge > 0).then(|| both / n_judge as f64),
+    )
+}
 
-    // Pairs: both sides of a sample held out and not looped.
+/// The samples whose two sides were both held out, keyed by (run, sample).
+fn pairs(sides: &BTreeMap<String, Side>) -> BTreeMap<(String, String), Pair<'_>> {
     let mut by_sample: BTreeMap<(String, String), Pair> = BTreeMap::new();
     for s in sides.values() {
         let e = by_sample
@@ -285,10 +298,19 @@ pub fn from_predictions(
             e.king = Some(s);
         }
     }
+    by_sample
+}
+
+/// What the paired samples say: for each pair the judge does not tie, whether
+/// the model picks the judge's winner; each pair's error in the score
+/// difference; and each eval run's side scores.
+fn paired(
+    by_sample: &BTreeMap<(String, String), Pair<'_>>,
+) -> (Vec<f64>, Vec<f64>, BTreeMap<String, Duel>) {
     let mut picks = Vec::new();
     let mut errors = Vec::new();
     let mut duels: BTreeMap<String, Duel> = BTreeMap::new();
-    for ((run, _), pair) in &by_sample {
+    for ((run, _), pair) in by_sample {
         let (Some(king), Some(chal)) = (pair.king, pair.challenger) else {
             continue;
         };
@@ -304,8 +326,16 @@ pub fn from_predictions(
         d.predicted_king.push(king.predicted_score());
         d.predicted_challenger.push(chal.predicted_score());
     }
-    let mean = |v: &[f64]| metrics::mean(v).unwrap_or(0.0);
-    let margins_agree: Vec<f64> = duels
+    (picks, errors, duels)
+}
+
+fn mean(v: &[f64]) -> f64 {
+    metrics::mean(v).unwrap_or(0.0)
+}
+
+/// For each duel the judge does not tie, whether the model's margin has the judge's sign.
+fn margins_agree(duels: &BTreeMap<String, Duel>) -> Vec<f64> {
+    duels
         .values()
         .filter(|d| mean(&d.judge_challenger) != mean(&d.judge_king))
         .map(|d| {
@@ -314,8 +344,13 @@ pub fn from_predictions(
                 mean(&d.judge_challenger) - mean(&d.judge_king),
             )
         })
-        .collect();
-    let end_to_end = duels
+        .collect()
+}
+
+/// The duel with the most paired samples (ties: the first run id), decided
+/// by the judge's and by the model's scores against its required margin.
+fn end_to_end(duels: &BTreeMap<String, Duel>, margins: &BTreeMap<String, f64>) -> Option<EndToEnd> {
+    duels
         .iter()
         .max_by(|a, b| {
             a.1.judge_king
@@ -339,17 +374,46 @@ pub fn from_predictions(
                 judge_challenger_wins: wins(jk, jc),
                 predicted_challenger_wins: wins(pk, pc),
             }
-        });
+        })
+}
 
-    // Per model: mean judge and predicted score.
+/// Per model: the mean judge score and the mean predicted score of its sides.
+fn per_model(sides: &BTreeMap<String, Side>) -> (Vec<f64>, Vec<f64>) {
     let mut per_model: BTreeMap<&str, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
     for s in sides.values() {
         let e = per_model.entry(&s.model).or_default();
         e.0.push(s.judge_score());
         e.1.push(s.predicted_score());
     }
-    let (model_judge, model_pred): (Vec<f64>, Vec<f64>) =
-        per_model.values().map(|(j, p)| (mean(j), mean(p))).unzip();
+    per_model.values().map(|(j, p)| (mean(j), mean(p))).unzip()
+}
+
+/// The report from the predicted P(yes) of the held-out rows (in row order).
+pub fn from_predictions(
+    meta: &ModelMeta,
+    batches: &[RecordBatch],
+    p: &[f32],
+    margins: &BTreeMap<String, f64>,
+) -> ChecklistReport {
+    let table = checklist_table(batches);
+    let test = training::rows_in(&table, &meta.split, Part::Test);
+    let train = training::rows_in(&table, &meta.split, Part::Train);
+    let labels_all = columns::i64s(batches, "label");
+    let tags = columns::strings(batches, "tag");
+    let label = |i: usize| labels_all[i] == Some(1);
+    let predicted: Vec<bool> = p.iter().map(|&p| p as f64 >= meta.threshold).collect();
+    let judge: Vec<bool> = test.iter().map(|&i| label(i)).collect();
+    let scores: Vec<f64> = p.iter().map(|&p| p as f64).collect();
+    let base = tag_baseline(&train, &test, &tags, label);
+
+    let sides = held_out_sides(batches, &test, &predicted, &judge);
+    let pred_scores: Vec<f64> = sides.values().map(Side::predicted_score).collect();
+    let judge_scores: Vec<f64> = sides.values().map(Side::judge_score).collect();
+    let (catastrophic_precision, catastrophic_recall) = catastrophic(&pred_scores, &judge_scores);
+    let by_sample = pairs(&sides);
+    let (picks, errors, duels) = paired(&by_sample);
+    let margins_agree = margins_agree(&duels);
+    let (model_judge, model_pred) = per_model(&sides);
     let paired_error_sd = metrics::std_dev(&errors);
 
     ChecklistReport {
@@ -364,7 +428,7 @@ pub fn from_predictions(
         auc: metrics::auc(&scores, &judge),
         kappa: metrics::kappa(&predicted, &judge),
         tag_base_rate_accuracy: metrics::accuracy(&base, &judge),
-        by_tag,
+        by_tag: by_tag(&test, &tags, &predicted, &judge, &scores),
         side_pearson: metrics::pearson(&pred_scores, &judge_scores),
         side_mae: metrics::mae(&pred_scores, &judge_scores),
         pairs: picks.len(),
@@ -376,8 +440,8 @@ pub fn from_predictions(
             .then(|| metrics::spearman(&model_pred, &model_judge))
             .flatten(),
         catastrophic_threshold: CATASTROPHIC,
-        catastrophic_precision: (n_pred > 0).then(|| both / n_pred as f64),
-        catastrophic_recall: (n_judge > 0).then(|| both / n_judge as f64),
+        catastrophic_precision,
+        catastrophic_recall,
         paired_error_sd,
         intervals: paired_error_sd
             .map(|sd| {
@@ -390,7 +454,7 @@ pub fn from_predictions(
                     .collect()
             })
             .unwrap_or_default(),
-        end_to_end,
+        end_to_end: end_to_end(&duels, margins),
         loops: loop_check(batches),
     }
 }
