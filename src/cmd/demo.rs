@@ -328,7 +328,7 @@ async fn verl(lake: &Lake, dir: &std::path::Path) -> anyhow::Result<()> {
         min_kappa: 0.4,
         alpha: 0.9,
     };
-    let (summary, manifest, at) = match super::export::export_verl(lake, &opts, &out).await {
+    let (summary, manifest, at) = match crate::job::export::export_verl(lake, &opts, &out).await {
         Ok(done) => done,
         Err(refused) => {
             println!("   refused: {refused:#}");
@@ -336,7 +336,7 @@ async fn verl(lake: &Lake, dir: &std::path::Path) -> anyhow::Result<()> {
                 "   exporting the judged Albedo sides alone (judge labels need no calibration)"
             );
             opts.sources = vec!["albedo".into()];
-            super::export::export_verl(lake, &opts, &out).await?
+            crate::job::export::export_verl(lake, &opts, &out).await?
         }
     };
     println!(

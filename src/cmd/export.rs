@@ -8,10 +8,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::cmd::LakeArg;
-use crate::export::manifest;
 use crate::export::sft::SftFormat;
 use crate::export::verl;
-use crate::job::export::{export_sft, write_sft};
+use crate::job::export::{export_sft, export_verl};
 use crate::storage::Location;
 
 #[derive(Debug, Subcommand)]
@@ -88,47 +87,6 @@ pub struct VerlArgs {
     /// The trainer's weight of the trajectory-level advantage (written to the manifest).
     #[arg(long, default_value_t = 0.9)]
     pub alpha: f64,
-}
-
-/// Write a verl export of `lake` into the folder `out` with its manifest:
-/// files go to a local scratch folder first and are published only when
-/// every one is written, so a refused or failed export writes nothing.
-pub async fn export_verl(
-    lake: &crate::lake::Lake,
-    opts: &verl::VerlOptions,
-    out: &Location,
-) -> anyhow::Result<(verl::VerlSummary, manifest::Manifest, Location)> {
-    for s in &opts.sources {
-        anyhow::ensure!(
-            ["albedo", "mini_coder", "mswea"].contains(&s.as_str()),
-            "unknown source {s:?} (albedo, mini_coder, mswea)"
-        );
-    }
-    let scratch = verl::scratch_for(out).context("creating a scratch folder")?;
-    let summary = verl::write(lake, opts, scratch.path()).await?;
-    let mut entries = Vec::new();
-    for name in verl::FILES {
-        let local = scratch.path().join(name);
-        let entry = {
-            let local = local.clone();
-            tokio::task::spawn_blocking(move || manifest::entry(name, &local)).await??
-        };
-        entries.push(entry);
-    }
-    for name in verl::FILES {
-        out.join(name).publish(&scratch.path().join(name)).await?;
-    }
-    let export = serde_json::json!({
-        "kind": "verl",
-        "options": opts,
-        "r_exit": {"at_last_evidence": 0.0, "earlier": -0.75, "later": -0.5},
-    });
-    let m = manifest::build(lake, export, entries).await?;
-    let mpath = out.join("manifest.json");
-    manifest::write(&m, &mpath)
-        .await
-        .with_context(|| format!("writing {mpath}"))?;
-    Ok((summary, m, mpath))
 }
 
 /// The summary a person reads after a verl export.
@@ -233,56 +191,25 @@ pub struct RebuildArgs {
     pub out: Option<PathBuf>,
 }
 
-/// Reproduce an export from the lake commit its manifest records and check
-/// every file's hash; a mismatch names the file.
+/// `turnlake rebuild`: reproduce an export from the lake commit its manifest
+/// records and check every file's hash; a mismatch names the file.
 pub async fn rebuild(args: RebuildArgs) -> anyhow::Result<ExitCode> {
-    let mpath = Location::parse(&args.manifest)?;
-    let m = manifest::read(&mpath).await.map_err(anyhow::Error::msg)?;
-    let lake = crate::lake::Lake::open_as_of(&m.lake, &m.lake_commit.to_string()).await?;
-    let scratch;
-    let dir = match &args.out {
-        Some(d) => {
-            std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
-            d.clone()
-        }
-        None => {
-            scratch = tempfile::tempdir().context("creating a scratch folder")?;
-            scratch.path().to_path_buf()
-        }
-    };
-    match m.export["kind"].as_str().unwrap_or("") {
-        "sft" => {
-            let table = m.export["table"].as_str().unwrap_or("sft_mix");
-            let format = match m.export["format"].as_str() {
-                Some("parquet") => SftFormat::Parquet,
-                _ => SftFormat::Jsonl,
-            };
-            let file = m.files.first().context("the manifest lists no file")?;
-            write_sft(&lake, table, format, &Location::Local(dir.join(&file.path))).await?;
-        }
-        "verl" => {
-            let opts: verl::VerlOptions = serde_json::from_value(m.export["options"].clone())
-                .with_context(|| format!("{mpath}: export options"))?;
-            verl::write(&lake, &opts, &dir).await?;
-        }
-        kind => anyhow::bail!("{mpath}: cannot rebuild an export of kind {kind:?}"),
-    }
-    let bad = manifest::verify(&m, &Location::Local(dir.clone())).await;
-    if bad.is_empty() {
+    let r =
+        crate::job::export::rebuild(&Location::parse(&args.manifest)?, args.out.as_deref()).await?;
+    if r.mismatches.is_empty() {
         println!(
             "rebuilt {} file(s) from lake commit {}: every sha256 matches",
-            m.files.len(),
-            m.lake_commit
+            r.files, r.lake_commit
         );
         Ok(ExitCode::SUCCESS)
     } else {
-        for b in &bad {
+        for b in &r.mismatches {
             eprintln!("mismatch: {b}");
         }
         anyhow::bail!(
             "{} of {} rebuilt file(s) differ from the manifest",
-            bad.len(),
-            m.files.len()
+            r.mismatches.len(),
+            r.files
         )
     }
 }

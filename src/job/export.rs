@@ -1,11 +1,13 @@
-//! An SFT export as a whole job: rows streamed from the lake into a local
-//! file, hashed, published (renamed, or uploaded to an object store), and its
-//! manifest written beside it, so a failed export leaves nothing half-written.
+//! Exports as whole jobs: rows streamed from the lake into local files,
+//! hashed, published (renamed, or uploaded to an object store), and the
+//! manifest written beside them, so a failed export leaves nothing
+//! half-written; and `rebuild`, which reproduces an export from the lake
+//! commit its manifest records.
 
 use anyhow::Context;
 
 use crate::export::sft::{self, SftFormat};
-use crate::export::{manifest, sft_rows};
+use crate::export::{manifest, sft_rows, verl};
 use crate::storage::Location;
 
 /// Export `table` of `lake` as `format` to `out`: written to a local file
@@ -90,4 +92,98 @@ fn format_name(f: SftFormat) -> &'static str {
         SftFormat::Jsonl => "jsonl",
         SftFormat::Parquet => "parquet",
     }
+}
+
+/// Write a verl export of `lake` into the folder `out` with its manifest:
+/// files go to a local scratch folder first and are published only when
+/// every one is written, so a refused or failed export writes nothing.
+pub async fn export_verl(
+    lake: &crate::lake::Lake,
+    opts: &verl::VerlOptions,
+    out: &Location,
+) -> anyhow::Result<(verl::VerlSummary, manifest::Manifest, Location)> {
+    for s in &opts.sources {
+        anyhow::ensure!(
+            ["albedo", "mini_coder", "mswea"].contains(&s.as_str()),
+            "unknown source {s:?} (albedo, mini_coder, mswea)"
+        );
+    }
+    let scratch = verl::scratch_for(out).context("creating a scratch folder")?;
+    let summary = verl::write(lake, opts, scratch.path()).await?;
+    let mut entries = Vec::new();
+    for name in verl::FILES {
+        let local = scratch.path().join(name);
+        let entry = {
+            let local = local.clone();
+            tokio::task::spawn_blocking(move || manifest::entry(name, &local)).await??
+        };
+        entries.push(entry);
+    }
+    for name in verl::FILES {
+        out.join(name).publish(&scratch.path().join(name)).await?;
+    }
+    let export = serde_json::json!({
+        "kind": "verl",
+        "options": opts,
+        "r_exit": {"at_last_evidence": 0.0, "earlier": -0.75, "later": -0.5},
+    });
+    let m = manifest::build(lake, export, entries).await?;
+    let mpath = out.join("manifest.json");
+    manifest::write(&m, &mpath)
+        .await
+        .with_context(|| format!("writing {mpath}"))?;
+    Ok((summary, m, mpath))
+}
+
+/// What a rebuild found: the files the manifest lists, the lake commit they
+/// were rebuilt from, and each file whose sha256 differs.
+pub struct Rebuilt {
+    pub files: usize,
+    pub lake_commit: u64,
+    pub mismatches: Vec<String>,
+}
+
+/// Reproduce the export `manifest_at` describes from the lake commit it
+/// records, into `out` (else a temporary folder), and compare every file's
+/// sha256 with the manifest's.
+pub async fn rebuild(
+    manifest_at: &Location,
+    out: Option<&std::path::Path>,
+) -> anyhow::Result<Rebuilt> {
+    let mpath = manifest_at;
+    let m = manifest::read(mpath).await.map_err(anyhow::Error::msg)?;
+    let lake = crate::lake::Lake::open_as_of(&m.lake, &m.lake_commit.to_string()).await?;
+    let scratch;
+    let dir = match out {
+        Some(d) => {
+            std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+            d.to_path_buf()
+        }
+        None => {
+            scratch = tempfile::tempdir().context("creating a scratch folder")?;
+            scratch.path().to_path_buf()
+        }
+    };
+    match m.export["kind"].as_str().unwrap_or("") {
+        "sft" => {
+            let table = m.export["table"].as_str().unwrap_or("sft_mix");
+            let format = match m.export["format"].as_str() {
+                Some("parquet") => SftFormat::Parquet,
+                _ => SftFormat::Jsonl,
+            };
+            let file = m.files.first().context("the manifest lists no file")?;
+            write_sft(&lake, table, format, &Location::Local(dir.join(&file.path))).await?;
+        }
+        "verl" => {
+            let opts: verl::VerlOptions = serde_json::from_value(m.export["options"].clone())
+                .with_context(|| format!("{mpath}: export options"))?;
+            verl::write(&lake, &opts, &dir).await?;
+        }
+        kind => anyhow::bail!("{mpath}: cannot rebuild an export of kind {kind:?}"),
+    }
+    Ok(Rebuilt {
+        files: m.files.len(),
+        lake_commit: m.lake_commit,
+        mismatches: manifest::verify(&m, &Location::Local(dir.clone())).await,
+    })
 }

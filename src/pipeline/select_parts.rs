@@ -130,7 +130,7 @@ pub async fn prepare_sides(
     let kept = engine::run_sql(ctx, "SELECT * FROM credit_kept", CREDIT_KEEP_SQL_FILE).await?;
     let recurring = engine::run_sql(
         ctx,
-        "SELECT count(*) AS samples, coalesce(sum(runs - 1), 0) AS runs_dropped FROM credit_recurring",
+        "SELECT * FROM credit_recurring_tally",
         CREDIT_KEEP_SQL_FILE,
     )
     .await?;
