@@ -176,10 +176,11 @@ pub enum Setup {
     CreditParams,
     /// The select config, and the sides and runs as the step builds them (sql/select.sql).
     SelectParts,
-    /// The select config's parameter tables.
-    SelectParams,
-    /// Those, and the views of the runs that file reads (sql/select_runs.sql).
-    SelectRuns,
+    /// The select config's parameter tables, then the files (name, text)
+    /// whose views this one reads, in order.
+    Select {
+        before: &'static [(&'static str, &'static str)],
+    },
     /// The mix's quota and candidates (sql/mix.sql).
     MixCandidates,
     /// The rows a description reads (`rows_in`: all of sft_mix), with the
@@ -215,6 +216,12 @@ pub struct SqlFile {
     pub setup: Setup,
 }
 
+const GATES: (&str, &str) = (select_parts::GATES_SQL_FILE, select_parts::GATES_SQL);
+const CREDIT_KEEP: (&str, &str) = (
+    select_parts::CREDIT_KEEP_SQL_FILE,
+    select_parts::CREDIT_KEEP_SQL,
+);
+
 /// Every step SQL file that reads something its step registers. The other
 /// files of `sql/` read the lake's tables only.
 pub const SQL_FILES: &[SqlFile] = &[
@@ -227,16 +234,28 @@ pub const SQL_FILES: &[SqlFile] = &[
         setup: Setup::SelectParts,
     },
     SqlFile {
-        file: "sql/select_sides.sql",
-        setup: Setup::SelectParams,
+        file: select_parts::GATES_SQL_FILE,
+        setup: Setup::Select { before: &[] },
+    },
+    SqlFile {
+        file: select_parts::CREDIT_KEEP_SQL_FILE,
+        setup: Setup::Select { before: &[GATES] },
+    },
+    SqlFile {
+        file: select_parts::SIDES_SQL_FILE,
+        setup: Setup::Select {
+            before: &[GATES, CREDIT_KEEP],
+        },
     },
     SqlFile {
         file: select_parts::INPUT_SQL_FILE,
-        setup: Setup::SelectParams,
+        setup: Setup::Select { before: &[] },
     },
     SqlFile {
         file: select_parts::RUNS_SQL_FILE,
-        setup: Setup::SelectRuns,
+        setup: Setup::Select {
+            before: &[(select_parts::INPUT_SQL_FILE, select_parts::INPUT_SQL)],
+        },
     },
     SqlFile {
         file: mix::SQL_FILE,
@@ -324,10 +343,11 @@ pub async fn prepare(
         Setup::SelectParts => {
             return select::prepare_parts(ctx, &select(), PartSizes::default(), on_cluster).await;
         }
-        Setup::SelectParams => select::register_config(ctx, &select())?,
-        Setup::SelectRuns => {
+        Setup::Select { before } => {
             select::register_config(ctx, &select())?;
-            run_script(ctx, select_parts::INPUT_SQL_FILE, select_parts::INPUT_SQL).await?;
+            for (file, sql) in before {
+                run_script(ctx, file, sql).await?;
+            }
         }
         Setup::MixCandidates => {
             mix::register_quota(ctx, &select().mix).await?;

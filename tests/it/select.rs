@@ -909,3 +909,64 @@ fn credit_keeps_one_side_per_sample_id_across_eval_runs() {
     assert_eq!(summary["credit_recurring"][0]["kept"], credit[0][0]);
     assert_eq!(summary["credit_recurring"][0]["runs"], 2);
 }
+
+/// Every step SQL file the registry declares runs alone under `sql -f`, its
+/// inputs registered as its step registers them (the registry, not file-name
+/// matching, decides), and a query over its last view answers.
+#[test]
+fn every_declared_step_file_runs_alone_under_sql_f() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lake = tmp.path().join("lake");
+    build_lake(&lake);
+    ok(run(&lake, &["mix"]));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let declared = turnlake::pipeline::steps::SQL_FILES;
+    assert!(declared.len() >= 9, "{declared:?}");
+    for f in declared {
+        let path = root.join(f.file);
+        let text = std::fs::read_to_string(&path).unwrap();
+        // The last view or table the file creates.
+        let last = text
+            .lines()
+            .rev()
+            .filter_map(|l| {
+                l.strip_prefix("CREATE VIEW ")
+                    .or_else(|| l.strip_prefix("CREATE OR REPLACE VIEW "))
+                    .or_else(|| l.strip_prefix("CREATE TABLE "))
+            })
+            .filter_map(|l| l.split_whitespace().next())
+            .next()
+            .unwrap_or_else(|| panic!("{} creates no view", f.file));
+        let query = format!("SELECT count(*) AS n FROM {last}");
+        let o = run(
+            &lake,
+            &[
+                "sql",
+                "-f",
+                path.to_str().unwrap(),
+                &query,
+                "--format",
+                "csv",
+            ],
+        );
+        assert!(o.status.success(), "{}: {}", f.file, stderr(&o));
+        assert!(stdout(&o).starts_with("n\n"), "{}: {}", f.file, stdout(&o));
+    }
+    // A file that is not a step's takes no --config.
+    let o = run(
+        &lake,
+        &[
+            "sql",
+            "-f",
+            root.join("sql/stats.sql").to_str().unwrap(),
+            "--config",
+            root.join("data/select.toml").to_str().unwrap(),
+        ],
+    );
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("--config is for a pipeline step's SQL file"),
+        "{}",
+        stderr(&o)
+    );
+}
