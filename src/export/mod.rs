@@ -8,7 +8,7 @@ pub mod verl;
 
 use crate::engine::EngineError;
 use crate::lake::LakeError;
-use crate::pipeline::step::StepError;
+use crate::pipeline::PipelineError;
 
 /// Why an export (SFT, verl, samples) failed. An export refuses rather than
 /// write bytes other than those recorded, so most variants say what it found.
@@ -19,7 +19,7 @@ pub enum ExportError {
     #[error(transparent)]
     Lake(#[from] LakeError),
     #[error(transparent)]
-    Step(#[from] StepError),
+    Step(#[from] PipelineError),
     #[error("the lake has no {0} table: run `turnlake select` and `turnlake mix` first")]
     Missing(String),
     #[error("row {row_id}: message {idx} of {traj_id} does not match its stored content hash; refusing to export altered bytes")]

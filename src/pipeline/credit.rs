@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use super::buckets::{bucket_sessions, BUCKET_SIDES};
 use super::sqlstep::run_script;
-use super::step::StepError;
+use super::PipelineError;
 use crate::engine;
 use crate::lake::Lake;
 
@@ -75,7 +75,7 @@ pub struct CreditSummary {
 }
 
 /// Register the config as the tables the SQL reads.
-pub fn register_config(ctx: &SessionContext, config: &CreditConfig) -> Result<(), StepError> {
+pub fn register_config(ctx: &SessionContext, config: &CreditConfig) -> Result<(), PipelineError> {
     let tags: Vec<&String> = config
         .tag_weights
         .keys()
@@ -95,7 +95,7 @@ pub fn register_config(ctx: &SessionContext, config: &CreditConfig) -> Result<()
             )) as ArrayRef,
         ),
     ])
-    .map_err(|e| StepError::Params(e.into()))?;
+    .map_err(|e| PipelineError::Params(e.into()))?;
     let params = RecordBatch::try_from_iter(vec![
         (
             "split_multi",
@@ -106,13 +106,13 @@ pub fn register_config(ctx: &SessionContext, config: &CreditConfig) -> Result<()
             Arc::new(Float64Array::from(vec![config.default_weight()])) as ArrayRef,
         ),
     ])
-    .map_err(|e| StepError::Params(e.into()))?;
+    .map_err(|e| PipelineError::Params(e.into()))?;
     for (name, batch) in [("tag_weights", weights), ("credit_params", params)] {
         let table =
-            MemTable::try_new(batch.schema(), vec![vec![batch]]).map_err(StepError::Params)?;
+            MemTable::try_new(batch.schema(), vec![vec![batch]]).map_err(PipelineError::Params)?;
         let _ = ctx.deregister_table(name);
         ctx.register_table(name, Arc::new(table))
-            .map_err(StepError::Params)?;
+            .map_err(PipelineError::Params)?;
     }
     Ok(())
 }
@@ -122,7 +122,7 @@ pub fn register_config(ctx: &SessionContext, config: &CreditConfig) -> Result<()
 async fn compute(
     ctx: &SessionContext,
     config: &CreditConfig,
-) -> Result<Vec<(&'static str, Vec<RecordBatch>)>, StepError> {
+) -> Result<Vec<(&'static str, Vec<RecordBatch>)>, PipelineError> {
     prepare(ctx, config).await?;
     let mut out = Vec::new();
     for (table, view, order) in OUTPUTS {
@@ -136,7 +136,7 @@ async fn compute(
 }
 
 /// Register the config's tables and the credit SQL's views in `ctx`.
-async fn prepare(ctx: &SessionContext, config: &CreditConfig) -> Result<(), StepError> {
+async fn prepare(ctx: &SessionContext, config: &CreditConfig) -> Result<(), PipelineError> {
     register_config(ctx, config)?;
     run_script(ctx, SQL_FILE, SQL).await?;
     Ok(())
@@ -155,7 +155,7 @@ fn count_false(batch: &RecordBatch, name: &str) -> usize {
 }
 
 /// Build the credit tables in `lake`, as one step.
-pub async fn build(lake: &Lake, config: &CreditConfig) -> Result<CreditSummary, StepError> {
+pub async fn build(lake: &Lake, config: &CreditConfig) -> Result<CreditSummary, PipelineError> {
     build_in_buckets(lake, config, BUCKET_SIDES).await
 }
 
@@ -164,7 +164,7 @@ pub async fn build_in_buckets(
     lake: &Lake,
     config: &CreditConfig,
     bucket_sides: usize,
-) -> Result<CreditSummary, StepError> {
+) -> Result<CreditSummary, PipelineError> {
     let step = super::step::Step::begin(
         lake,
         &super::steps::CREDIT,

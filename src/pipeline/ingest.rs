@@ -11,6 +11,7 @@
 use futures::StreamExt;
 use std::collections::{HashMap, HashSet};
 
+use super::PipelineError;
 use crate::columns::strings;
 use crate::engine::{self, EngineError};
 use crate::lake::{InputFile, Lake, LakeError, Writer};
@@ -18,7 +19,7 @@ use crate::source::rows::{
     self, EvalRow, JudgmentRow, MessageRow, QuestionRow, RejectRow, TrajectoryRow, TurnRow,
 };
 use crate::source::{albedo, mini_coder, mswea, Record};
-use crate::storage::{Entry, Location, StorageError, StorageResult};
+use crate::storage::{Entry, Location, StorageResult};
 
 /// Flush buffered rows once this many trajectories (`TURNLAKE_INGEST_FLUSH`
 /// overrides it) or message bytes wait; each flush is one lake commit.
@@ -63,26 +64,6 @@ impl InputKind {
             }
         }
     }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum IngestError {
-    #[error(transparent)]
-    Lake(#[from] LakeError),
-    #[error(transparent)]
-    Engine(#[from] EngineError),
-    #[error(transparent)]
-    Storage(#[from] StorageError),
-    #[error("reading input")]
-    Io(#[from] std::io::Error),
-    #[error("the reader thread stopped: {0}")]
-    Reader(String),
-    #[error("no {kind} input under {paths}: looked for {looked_for}")]
-    NothingFound {
-        kind: &'static str,
-        paths: String,
-        looked_for: &'static str,
-    },
 }
 
 /// What one ingest did.
@@ -161,7 +142,7 @@ impl KnownTrajectories {
     }
 }
 
-async fn known(lake: &Lake) -> Result<Known, IngestError> {
+async fn known(lake: &Lake) -> Result<Known, PipelineError> {
     let ctx = engine::session(lake).await?;
     let column = |batches: &[arrow::record_batch::RecordBatch], name: &str| -> Vec<String> {
         strings(batches, name)
@@ -479,11 +460,11 @@ pub async fn ingest(
     kind: InputKind,
     paths: Vec<Location>,
     players: albedo::Players,
-) -> Result<IngestReport, IngestError> {
+) -> Result<IngestReport, PipelineError> {
     // Inputs that cannot be listed or read fail before the lake is touched.
     let listed = list_inputs(kind, &paths).await?;
     if listed.entries().is_empty() {
-        return Err(IngestError::NothingFound {
+        return Err(PipelineError::NothingFound {
             kind: kind.name(),
             paths: paths
                 .iter()
@@ -498,7 +479,7 @@ pub async fn ingest(
         let listed = listed.clone();
         tokio::task::spawn_blocking(move || input_files(&listed))
             .await
-            .map_err(|e| IngestError::Reader(panic_message(e)))??
+            .map_err(|e| PipelineError::Reader(panic_message(e)))??
     };
     let mut writer = lake
         .begin(
@@ -612,8 +593,8 @@ pub async fn ingest(
     // A reader that stopped on an error (an input that could not be read)
     // leaves the lake at its last flush's commit, which a rerun completes.
     let read = match reader.await {
-        Ok(r) => r.map_err(IngestError::from),
-        Err(e) => Err(IngestError::Reader(panic_message(e))),
+        Ok(r) => r.map_err(PipelineError::from),
+        Err(e) => Err(PipelineError::Reader(panic_message(e))),
     };
     if let Err(e) = read {
         writer.release().await?;

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use super::reproduction::Reproduction;
 use super::select::{MixConfig, PRODUCTS};
 use super::sqlstep::run_script;
-use super::step::StepError;
+use super::PipelineError;
 use crate::columns::{f64s, i64s, strings};
 use crate::engine::{self, scratch, EngineError};
 use crate::lake::Lake;
@@ -111,14 +111,14 @@ const REPORT_CHUNKED: [(&str, &str); 4] = [
 ];
 
 /// Register `rows_in` as `table` and define the train-turn views over it.
-pub async fn describe_rows(ctx: &SessionContext, table: &str) -> Result<(), StepError> {
+pub async fn describe_rows(ctx: &SessionContext, table: &str) -> Result<(), PipelineError> {
     register_rows(ctx, table).await?;
     run_script(ctx, TRAIN_TURNS_SQL_FILE, TRAIN_TURNS_SQL).await?;
     Ok(())
 }
 
 /// Register `rows_in` as `table` (the rows a query describes or streams).
-pub async fn register_rows(ctx: &SessionContext, table: &str) -> Result<(), StepError> {
+pub async fn register_rows(ctx: &SessionContext, table: &str) -> Result<(), PipelineError> {
     let _ = ctx.deregister_table("rows_in");
     engine::run_sql(
         ctx,
@@ -214,7 +214,7 @@ impl ReportCounts {
     }
 
     /// Add the counts of sql/mix_report.sql, run over one chunk in `ctx`.
-    async fn add_chunk(&mut self, ctx: &SessionContext) -> Result<(), StepError> {
+    async fn add_chunk(&mut self, ctx: &SessionContext) -> Result<(), PipelineError> {
         let q = |sql: &'static str| engine::run_sql(ctx, sql, REPORT_SQL_FILE);
         let b = q("SELECT * FROM mix_recovery").await?;
         for (mix, n) in strings(&b, "mix").iter().zip(i64s(&b, "recovery_turns")) {
@@ -295,9 +295,9 @@ async fn report(
     available: BTreeMap<String, i64>,
     rows: usize,
     chunk_rows: usize,
-) -> Result<MixReport, StepError> {
+) -> Result<MixReport, PipelineError> {
     let chunks = rows.div_ceil(chunk_rows.max(1)).max(1);
-    let scratch = tempfile::tempdir().map_err(StepError::Scratch)?;
+    let scratch = tempfile::tempdir().map_err(PipelineError::Scratch)?;
     let err = EngineError::query(format!(
         "{REPORT_INPUT_SQL_FILE}: splitting the mix into chunks"
     ));
@@ -426,7 +426,7 @@ fn reproduction(r: &MixReport, figures: &CreditFigures) -> Reproduction {
 /// in one stream through the joins with the quota and cut (a few rows) to
 /// the writer. Dealt to two threads, they had to be merged again, and the
 /// repartition's queues, over the step's memory budget, spilled.
-pub async fn register_candidates(ctx: &SessionContext) -> Result<(), StepError> {
+pub async fn register_candidates(ctx: &SessionContext) -> Result<(), PipelineError> {
     ctx.state_ref()
         .write()
         .config_mut()
@@ -454,19 +454,19 @@ pub async fn register_candidates(ctx: &SessionContext) -> Result<(), StepError> 
 pub async fn register_quota(
     ctx: &SessionContext,
     config: &MixConfig,
-) -> Result<BTreeMap<String, i64>, StepError> {
+) -> Result<BTreeMap<String, i64>, PipelineError> {
     let mut available = BTreeMap::new();
     for (mix, table) in PRODUCTS {
-        if !ctx.table_exist(table).map_err(StepError::Params)? {
-            return Err(StepError::Missing(table, "run `turnlake select` first"));
+        if !ctx.table_exist(table).map_err(PipelineError::Params)? {
+            return Err(PipelineError::Missing(table, "run `turnlake select` first"));
         }
         let n = ctx
             .table(table)
             .await
-            .map_err(StepError::Params)?
+            .map_err(PipelineError::Params)?
             .count()
             .await
-            .map_err(StepError::Params)?;
+            .map_err(PipelineError::Params)?;
         available.insert(mix.to_string(), n as i64);
     }
     let quota = quotas(config, &available);
@@ -492,18 +492,20 @@ pub async fn register_quota(
             )) as ArrayRef,
         ),
     ])
-    .map_err(|e| StepError::Params(e.into()))?;
+    .map_err(|e| PipelineError::Params(e.into()))?;
     let _ = ctx.deregister_table("mix_quota");
     ctx.register_table(
         "mix_quota",
-        Arc::new(MemTable::try_new(batch.schema(), vec![vec![batch]]).map_err(StepError::Params)?),
+        Arc::new(
+            MemTable::try_new(batch.schema(), vec![vec![batch]]).map_err(PipelineError::Params)?,
+        ),
     )
-    .map_err(StepError::Params)?;
+    .map_err(PipelineError::Params)?;
     Ok(available)
 }
 
 /// Compose `sft_mix` in `lake` (sql/mix.sql), as one step, and report its composition.
-pub async fn build(lake: &Lake, config: &MixConfig) -> Result<MixReport, StepError> {
+pub async fn build(lake: &Lake, config: &MixConfig) -> Result<MixReport, PipelineError> {
     build_with_report_chunks(lake, config, REPORT_CHUNK_ROWS).await
 }
 
@@ -512,7 +514,7 @@ pub async fn build_with_report_chunks(
     lake: &Lake,
     config: &MixConfig,
     chunk_rows: usize,
-) -> Result<MixReport, StepError> {
+) -> Result<MixReport, PipelineError> {
     let step = super::step::Step::begin_with(
         Some(SORT_BUDGET),
         lake,
@@ -538,7 +540,7 @@ pub async fn build_with_report_chunks(
         .field_with_unqualified_name("category")
         .is_err()
     {
-        return Err(StepError::MissingColumn(
+        return Err(PipelineError::MissingColumn(
             "credit_citations",
             "category",
             "run `turnlake credit` again",

@@ -10,7 +10,7 @@ use datafusion::prelude::{col, lit, Expr};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-use super::ingest::IngestError;
+use super::PipelineError;
 use crate::columns::{i64s, strings};
 use crate::engine;
 use crate::lake::{table_schema, InputFile, Lake};
@@ -72,10 +72,10 @@ pub async fn ingest(
     lake: &Lake,
     paths: Vec<Location>,
     under: Option<Location>,
-) -> Result<OutcomeReport, IngestError> {
+) -> Result<OutcomeReport, PipelineError> {
     let files = report_files(&paths).await?;
     if files.is_empty() {
-        return Err(IngestError::Reader(format!(
+        return Err(PipelineError::Reader(format!(
             "no SWE-bench report under {}",
             paths
                 .iter()
@@ -96,7 +96,7 @@ pub async fn ingest(
             } else {
                 format!(", field {}", e.field)
             };
-            IngestError::Reader(format!("{path}{at}: {}", e.reason))
+            PipelineError::Reader(format!("{path}{at}: {}", e.reason))
         })?;
         let sha = crate::digest::sha256_hex(&bytes);
         inputs.push(InputFile {
@@ -175,7 +175,7 @@ pub async fn ingest(
         .collect();
     let fields = table_schema(TABLE)?.schema.fields().to_vec();
     let batch = serde_arrow::to_record_batch(&fields, &rows)
-        .map_err(|e| IngestError::Reader(format!("building {TABLE} rows: {e}")))?;
+        .map_err(|e| PipelineError::Reader(format!("building {TABLE} rows: {e}")))?;
     lake.append(TABLE, vec![batch]).await?;
     writer.add_inputs(inputs);
     writer.finish().await?;
@@ -187,7 +187,7 @@ async fn trajectories_per_instance(
     lake: &Lake,
     verdicts: &BTreeMap<&str, bool>,
     under: Option<&str>,
-) -> Result<BTreeMap<String, i64>, IngestError> {
+) -> Result<BTreeMap<String, i64>, PipelineError> {
     if !lake.view().await?.tables.contains_key("trajectories") || verdicts.is_empty() {
         return Ok(BTreeMap::new());
     }

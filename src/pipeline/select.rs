@@ -17,7 +17,7 @@ use std::sync::Arc;
 use super::reproduction::{Reproduction, Unit};
 use super::select_parts::{self, PartSizes};
 use super::sqlstep::run_script;
-use super::step::StepError;
+use super::PipelineError;
 use crate::columns::{f64s, i64s, strings};
 use crate::engine::{self, EngineError};
 use crate::lake::Lake;
@@ -188,22 +188,23 @@ fn params_batch(c: &SelectConfig) -> Result<RecordBatch, arrow::error::ArrowErro
 }
 
 /// Register the config as the `select_params` table the SQL reads.
-pub fn register_config(ctx: &SessionContext, config: &SelectConfig) -> Result<(), StepError> {
-    let batch = params_batch(config).map_err(|e| StepError::Params(e.into()))?;
-    let table = MemTable::try_new(batch.schema(), vec![vec![batch]]).map_err(StepError::Params)?;
+pub fn register_config(ctx: &SessionContext, config: &SelectConfig) -> Result<(), PipelineError> {
+    let batch = params_batch(config).map_err(|e| PipelineError::Params(e.into()))?;
+    let table =
+        MemTable::try_new(batch.schema(), vec![vec![batch]]).map_err(PipelineError::Params)?;
     let _ = ctx.deregister_table("select_params");
     ctx.register_table("select_params", Arc::new(table))
-        .map_err(StepError::Params)?;
+        .map_err(PipelineError::Params)?;
     let sources = RecordBatch::try_from_iter(vec![(
         "source",
         Arc::new(arrow::array::StringArray::from(config.runs.sources.clone())) as ArrayRef,
     )])
-    .map_err(|e| StepError::Params(e.into()))?;
+    .map_err(|e| PipelineError::Params(e.into()))?;
     let table =
-        MemTable::try_new(sources.schema(), vec![vec![sources]]).map_err(StepError::Params)?;
+        MemTable::try_new(sources.schema(), vec![vec![sources]]).map_err(PipelineError::Params)?;
     let _ = ctx.deregister_table("select_run_sources");
     ctx.register_table("select_run_sources", Arc::new(table))
-        .map_err(StepError::Params)?;
+        .map_err(PipelineError::Params)?;
     Ok(())
 }
 
@@ -217,11 +218,11 @@ pub async fn prepare_parts(
     config: &SelectConfig,
     sizes: PartSizes,
     on_cluster: bool,
-) -> Result<Option<tempfile::TempDir>, StepError> {
+) -> Result<Option<tempfile::TempDir>, PipelineError> {
     let scratch = if on_cluster {
         None
     } else {
-        let dir = tempfile::tempdir().map_err(StepError::Scratch)?;
+        let dir = tempfile::tempdir().map_err(PipelineError::Scratch)?;
         engine::scratch::keep_tables_in(ctx, dir.path());
         Some(dir)
     };
@@ -255,7 +256,7 @@ async fn product_rows(
     ctx: &SessionContext,
     mix: &str,
     context: &str,
-) -> Result<DataFrame, StepError> {
+) -> Result<DataFrame, PipelineError> {
     use datafusion::prelude::{col, lit};
     let err = EngineError::query(context);
     let df = ctx
@@ -365,7 +366,7 @@ fn reproduction(s: &SelectSummary, figures: &[RecordBatch]) -> Reproduction {
 }
 
 /// Build the products in `lake`.
-pub async fn build(lake: &Lake, config: &SelectConfig) -> Result<SelectSummary, StepError> {
+pub async fn build(lake: &Lake, config: &SelectConfig) -> Result<SelectSummary, PipelineError> {
     build_in_parts(lake, config, PartSizes::default()).await
 }
 
@@ -375,13 +376,13 @@ pub async fn build_in_parts(
     lake: &Lake,
     config: &SelectConfig,
     sizes: PartSizes,
-) -> Result<SelectSummary, StepError> {
+) -> Result<SelectSummary, PipelineError> {
     let step =
         super::step::Step::begin(lake, &super::steps::SELECT, recorded_params(config)).await?;
     // Albedo products need credit when the lake holds judged sides.
     let albedo = step.inputs()["judgments"].is_some();
     if albedo && step.inputs()["turn_credit"].is_none() {
-        return Err(StepError::Missing(
+        return Err(PipelineError::Missing(
             "turn_credit",
             "run `turnlake credit` first",
         ));

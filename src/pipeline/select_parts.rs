@@ -37,7 +37,7 @@ use std::sync::Arc;
 
 use super::select::{register_config, SelectConfig};
 use super::sqlstep::run_script;
-use super::step::StepError;
+use super::PipelineError;
 use crate::columns::{i64s, scalar_i64, strings};
 use crate::engine::{self, scratch, EngineError};
 
@@ -97,7 +97,7 @@ pub async fn prepare_sides(
     config: &SelectConfig,
     bucket_sides: usize,
     on_cluster: bool,
-) -> Result<(), StepError> {
+) -> Result<(), PipelineError> {
     let buckets = match on_cluster {
         true => vec![None],
         false => super::buckets::side_buckets(ctx, bucket_sides)
@@ -188,7 +188,7 @@ pub async fn prepare_runs(
     config: &SelectConfig,
     part_runs: usize,
     on_cluster: bool,
-) -> Result<(), StepError> {
+) -> Result<(), PipelineError> {
     let runs = scalar_i64(
         &engine::run_sql(
             ctx,
@@ -243,7 +243,7 @@ pub async fn prepare_runs(
 async fn keep_finish(
     session: &SessionContext,
     before: Vec<RecordBatch>,
-) -> Result<Vec<RecordBatch>, StepError> {
+) -> Result<Vec<RecordBatch>, PipelineError> {
     let finish_rows = match before.first() {
         Some(first) => {
             register(session, "finish_best_before", first.schema(), before)?;
@@ -258,7 +258,7 @@ async fn keep_finish(
 
 /// Write the rows of `sql/select_runs_input.sql`'s views into a Parquet
 /// folder per part: one pass over the lake.
-async fn split(ctx: &SessionContext, parts: usize) -> Result<Parts, StepError> {
+async fn split(ctx: &SessionContext, parts: usize) -> Result<Parts, PipelineError> {
     let err = EngineError::query(format!("{INPUT_SQL_FILE}: splitting the runs into parts"));
     let scratch = scratch::scratch_of(ctx).ok_or_else(|| {
         err(DataFusionError::Internal(
@@ -291,7 +291,7 @@ impl Parts {
         &self,
         ctx: &SessionContext,
         part: usize,
-    ) -> Result<SessionContext, StepError> {
+    ) -> Result<SessionContext, PipelineError> {
         let splits = match self {
             Parts::Whole => return Ok(ctx.clone()),
             Parts::Split(splits) => splits,
@@ -313,7 +313,7 @@ fn register(
     name: &str,
     schema: SchemaRef,
     rows: Vec<RecordBatch>,
-) -> Result<(), StepError> {
+) -> Result<(), PipelineError> {
     let err = EngineError::query(format!("registering {name}"));
     let table = MemTable::try_new(schema, vec![rows]).map_err(&err)?;
     let _ = ctx.deregister_table(name);
@@ -326,7 +326,7 @@ fn register_counts(
     ctx: &SessionContext,
     name: &str,
     counts: &[(&str, i64)],
-) -> Result<(), StepError> {
+) -> Result<(), PipelineError> {
     let columns = counts
         .iter()
         .map(|(column, n)| (*column, Arc::new(Int64Array::from(vec![*n])) as ArrayRef));
@@ -359,7 +359,7 @@ impl Gathered {
         session: &SessionContext,
         table: &str,
         filter: Option<Expr>,
-    ) -> Result<(), StepError> {
+    ) -> Result<(), PipelineError> {
         let err = EngineError::query(format!("gathering {table}"));
         let whole = filter.is_none();
         let mut frame = session.table(table).await.map_err(&err)?;
@@ -394,7 +394,7 @@ impl Gathered {
     }
 
     /// Register what was gathered as `name` in `ctx`, every field nullable.
-    fn register(self, ctx: &SessionContext, name: &str) -> Result<(), StepError> {
+    fn register(self, ctx: &SessionContext, name: &str) -> Result<(), PipelineError> {
         let err = EngineError::query(format!("gathering {name}"));
         let schema = self
             .schema

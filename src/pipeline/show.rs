@@ -10,8 +10,9 @@ use datafusion::prelude::{col, lit, DataFrame, Expr, SessionContext};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
+use super::PipelineError;
 use crate::columns::{bools, f64s, i64s, strings};
-use crate::engine::{self, EngineError};
+use crate::engine;
 use crate::lake::Lake;
 
 /// The tables whose rows can train a turn, and the mix name they hold.
@@ -64,29 +65,13 @@ pub struct TrajectoryView {
     pub turns: Vec<TurnView>,
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum ShowError {
-    #[error(transparent)]
-    Engine(#[from] EngineError),
-    #[error("no trajectory {0} in the lake")]
-    NotFound(String),
-    #[error("{0} matches several trajectories ({1}): give the traj_id")]
-    Ambiguous(String, String),
-    #[error("reading {table}")]
-    Query {
-        table: String,
-        #[source]
-        source: datafusion::error::DataFusionError,
-    },
-}
-
 async fn rows_of(
     ctx: &SessionContext,
     table: &str,
     filter: Expr,
     order: &str,
-) -> Result<Vec<RecordBatch>, ShowError> {
-    let err = |source| ShowError::Query {
+) -> Result<Vec<RecordBatch>, PipelineError> {
+    let err = |source| PipelineError::Query {
         table: table.to_string(),
         source,
     };
@@ -123,7 +108,7 @@ fn int_lists(batches: &[RecordBatch], name: &str) -> Vec<Vec<i64>> {
     out
 }
 
-pub async fn show(lake: &Lake, which: &Which) -> Result<TrajectoryView, ShowError> {
+pub async fn show(lake: &Lake, which: &Which) -> Result<TrajectoryView, PipelineError> {
     let ctx = engine::session(lake).await?;
     let (filter, label) = match which {
         Which::TrajId(id) => (col("traj_id").eq(lit(id.as_str())), id.clone()),
@@ -137,9 +122,12 @@ pub async fn show(lake: &Lake, which: &Which) -> Result<TrajectoryView, ShowErro
     let traj = rows_of(&ctx, "trajectories", filter, "traj_id").await?;
     let ids: Vec<String> = strings(&traj, "traj_id").into_iter().flatten().collect();
     if ids.len() > 1 {
-        return Err(ShowError::Ambiguous(label, ids.join(", ")));
+        return Err(PipelineError::Ambiguous(label, ids.join(", ")));
     }
-    let traj_id = ids.into_iter().next().ok_or(ShowError::NotFound(label))?;
+    let traj_id = ids
+        .into_iter()
+        .next()
+        .ok_or(PipelineError::NotFound(label))?;
     let mut facts = Vec::new();
     for name in [
         "source",
@@ -278,14 +266,14 @@ struct FileMessage {
     extra: Option<Box<serde_json::value::RawValue>>,
 }
 
-pub async fn trajectory_file(lake: &Lake, traj_id: &str) -> Result<TrajectoryFile, ShowError> {
+pub async fn trajectory_file(lake: &Lake, traj_id: &str) -> Result<TrajectoryFile, PipelineError> {
     use serde_json::{json, value::RawValue, Map};
     let ctx = engine::session(lake).await?;
     let this = || col("traj_id").eq(lit(traj_id));
     let traj = rows_of(&ctx, "trajectories", this(), "").await?;
     let first = |name: &str| strings(&traj, name).into_iter().next().flatten();
     if traj.iter().map(RecordBatch::num_rows).sum::<usize>() == 0 {
-        return Err(ShowError::NotFound(traj_id.to_string()));
+        return Err(PipelineError::NotFound(traj_id.to_string()));
     }
     let (exit_status, model, instance_id) =
         (first("exit_status"), first("model"), first("instance_id"));

@@ -13,7 +13,7 @@ use serde::Serialize;
 use super::buckets::{bucket_sessions, BUCKET_SIDES};
 use super::reproduction::Reproduction;
 use super::sqlstep::run_script;
-use super::step::StepError;
+use super::PipelineError;
 use crate::columns::{f64s, i64s, scalar_i64, strings};
 use crate::engine::{self, EngineError};
 use crate::lake::Lake;
@@ -128,7 +128,7 @@ async fn view(
     ctx: &datafusion::prelude::SessionContext,
     name: &'static str,
     order: &str,
-) -> Result<Vec<RecordBatch>, StepError> {
+) -> Result<Vec<RecordBatch>, PipelineError> {
     Ok(engine::run_sql(
         ctx,
         &format!("SELECT * FROM {name} {order}"),
@@ -145,7 +145,7 @@ async fn count_in_buckets(
     ctx: &SessionContext,
     lake: &Lake,
     bucket_sides: usize,
-) -> Result<(), StepError> {
+) -> Result<(), PipelineError> {
     let sessions = bucket_sessions(
         lake,
         ctx,
@@ -176,14 +176,14 @@ async fn count_in_buckets(
 }
 
 /// Compute the report from the lake's credit tables.
-pub async fn report(lake: &Lake) -> Result<Report, StepError> {
+pub async fn report(lake: &Lake) -> Result<Report, PipelineError> {
     report_in_buckets(lake, BUCKET_SIDES).await
 }
 
 /// [`report`], counting at most `bucket_sides` judged sides at a time.
-pub async fn report_in_buckets(lake: &Lake, bucket_sides: usize) -> Result<Report, StepError> {
+pub async fn report_in_buckets(lake: &Lake, bucket_sides: usize) -> Result<Report, PipelineError> {
     if lake.table("turn_credit").await?.is_none() {
-        return Err(StepError::Missing(
+        return Err(PipelineError::Missing(
             "turn_credit",
             "run `turnlake credit` first",
         ));

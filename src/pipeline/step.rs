@@ -11,25 +11,9 @@ use datafusion::prelude::SessionContext;
 use super::provenance::Provenance;
 use super::sqlstep::run_script;
 use super::steps::StepSpec;
-use crate::engine::{self, EngineError};
-use crate::lake::{Lake, LakeError, Writer};
-
-/// Why a SQL step (credit, select, mix, stats, the scorer's) failed.
-#[derive(Debug, thiserror::Error)]
-pub enum StepError {
-    #[error(transparent)]
-    Engine(#[from] EngineError),
-    #[error(transparent)]
-    Lake(#[from] LakeError),
-    #[error("the lake has no {0} table: {1}")]
-    Missing(&'static str, &'static str),
-    #[error("the lake's {0} has no {1} column (an earlier turnlake wrote it): {2}")]
-    MissingColumn(&'static str, &'static str, &'static str),
-    #[error("registering the step's parameters")]
-    Params(#[source] datafusion::error::DataFusionError),
-    #[error("creating a scratch folder for the step's intermediate tables")]
-    Scratch(#[source] std::io::Error),
-}
+use super::PipelineError;
+use crate::engine;
+use crate::lake::{Lake, Writer};
 
 /// A running step; `finish` makes its outputs visible together.
 pub struct Step {
@@ -49,7 +33,7 @@ impl Step {
         lake: &Lake,
         spec: &'static StepSpec,
         params: serde_json::Value,
-    ) -> Result<Step, StepError> {
+    ) -> Result<Step, PipelineError> {
         Self::begin_with(None, lake, spec, params).await
     }
 
@@ -61,7 +45,7 @@ impl Step {
         lake: &Lake,
         spec: &'static StepSpec,
         params: serde_json::Value,
-    ) -> Result<Step, StepError> {
+    ) -> Result<Step, PipelineError> {
         let (sql_file, sql) = spec.sql.expect("a SQL step declares its SQL file");
         let writer = lake
             .begin(spec.name, serde_json::json!({"params": params}))
@@ -88,17 +72,17 @@ impl Step {
     }
 
     /// Run the step's SQL file (after the caller registered its parameter tables).
-    pub async fn run_sql(&self) -> Result<(), StepError> {
+    pub async fn run_sql(&self) -> Result<(), PipelineError> {
         Ok(run_script(&self.ctx, self.sql_file, self.sql).await?)
     }
 
     /// Collect a query's rows, naming the SQL file and `what` in errors.
-    pub async fn query(&self, sql: &str, what: &str) -> Result<Vec<RecordBatch>, StepError> {
+    pub async fn query(&self, sql: &str, what: &str) -> Result<Vec<RecordBatch>, PipelineError> {
         Ok(engine::run_sql(&self.ctx, sql, &format!("{}, {what}", self.sql_file)).await?)
     }
 
     /// Replace `table`'s rows, recording the step's provenance.
-    pub async fn write(&self, table: &str, rows: Vec<RecordBatch>) -> Result<(), StepError> {
+    pub async fn write(&self, table: &str, rows: Vec<RecordBatch>) -> Result<(), PipelineError> {
         Ok(self
             .lake
             .overwrite(table, rows, self.provenance.to_value())
@@ -112,7 +96,7 @@ impl Step {
         table: &str,
         sql: &str,
         what: &str,
-    ) -> Result<usize, StepError> {
+    ) -> Result<usize, PipelineError> {
         let context = format!("{}, {what}", self.sql_file);
         let rows = engine::stream_sql(&self.ctx, sql, &context).await?;
         self.write_stream(table, rows).await
@@ -124,7 +108,7 @@ impl Step {
         table: &str,
         frame: DataFrame,
         what: &str,
-    ) -> Result<usize, StepError> {
+    ) -> Result<usize, PipelineError> {
         self.write_stream(table, engine::stream(frame, what).await?)
             .await
     }
@@ -135,7 +119,7 @@ impl Step {
         &self,
         table: &str,
         rows: impl futures::Stream<Item = datafusion::error::Result<RecordBatch>> + Send + 'static,
-    ) -> Result<usize, StepError> {
+    ) -> Result<usize, PipelineError> {
         Ok(self
             .lake
             .overwrite_stream(table, rows, self.provenance.to_value())
@@ -143,7 +127,7 @@ impl Step {
     }
 
     /// One lake commit for every output, then release the lock.
-    pub async fn finish(mut self) -> Result<(), StepError> {
+    pub async fn finish(mut self) -> Result<(), PipelineError> {
         self.writer.set_params(self.provenance.to_value());
         self.writer.finish().await?;
         Ok(())

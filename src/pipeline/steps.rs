@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use super::provenance::Provenance;
-use super::step::StepError;
+use super::PipelineError;
 use datafusion::prelude::SessionContext;
 
 use super::select_parts::{self, PartSizes};
@@ -107,11 +107,11 @@ pub const VALIDATE: StepSpec = StepSpec {
 
 impl StepSpec {
     /// Each input's version in `view`; an error names the first required input it lacks.
-    pub fn pin(&self, view: &View) -> Result<BTreeMap<String, Option<u64>>, StepError> {
+    pub fn pin(&self, view: &View) -> Result<BTreeMap<String, Option<u64>>, PipelineError> {
         self.inputs
             .iter()
             .map(|i| match view.tables.get(i.table) {
-                None if i.required => Err(StepError::Missing(i.table, i.hint)),
+                None if i.required => Err(PipelineError::Missing(i.table, i.hint)),
                 version => Ok((i.table.to_string(), version.copied())),
             })
             .collect()
@@ -122,7 +122,7 @@ impl StepSpec {
         &self,
         view: &View,
         params: serde_json::Value,
-    ) -> Result<Provenance, StepError> {
+    ) -> Result<Provenance, PipelineError> {
         Ok(Provenance::new(
             self.name,
             self.pin(view)?,
@@ -327,7 +327,7 @@ pub async fn prepare(
     setup: Setup,
     config: Option<&StepConfig>,
     on_cluster: bool,
-) -> Result<Option<tempfile::TempDir>, StepError> {
+) -> Result<Option<tempfile::TempDir>, PipelineError> {
     let select = || match config {
         Some(StepConfig::Select(c)) => c.clone(),
         _ => select::SelectConfig::default_config(),

@@ -19,7 +19,7 @@ pub mod turns;
 
 use crate::engine::EngineError;
 use crate::lake::LakeError;
-use crate::pipeline::step::StepError;
+use crate::pipeline::PipelineError;
 use crate::storage::StorageError;
 
 #[derive(Debug, thiserror::Error)]
@@ -29,7 +29,7 @@ pub enum ScorerError {
     #[error(transparent)]
     Lake(#[from] LakeError),
     #[error(transparent)]
-    Step(#[from] StepError),
+    Step(#[from] PipelineError),
     #[error(transparent)]
     Storage(#[from] StorageError),
     #[error("xgboost: {0}")]
