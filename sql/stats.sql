@@ -79,7 +79,9 @@ SELECT coalesce(model, '(not named)') AS model,
        count(*) AS sides,
        count(DISTINCT eval_run_id) AS runs,
        count(*) FILTER (WHERE side = 'previous_king') AS king_sides,
-       avg(score) AS mean_score
+       -- Summed as decimals: a float sum's last digits follow the order the
+       -- partitions arrive in, and the report must not change from run to run.
+       CAST(avg(CAST(score AS DECIMAL(38, 12))) AS DOUBLE) AS mean_score
 FROM trajectories WHERE source = 'albedo' AND judged GROUP BY 1;
 
 -- What `other` holds, by the program that decided it, per source: where the
