@@ -2,7 +2,8 @@
 -- select, over the whole lake before the buckets of sql/select_sides.sql): of the sample's
 -- sides that pass the credit gates, in any eval run, the highest judge score, then the
 -- lowest traj_id.
--- Reads: side_gates. Defines: credit_kept, credit_recurring, credit_recurring_tally.
+-- Reads: side_gates. Defines: credit_kept, credit_recurring, credit_recurring_listed,
+-- credit_recurring_tally.
 CREATE VIEW credit_kept AS
 SELECT traj_id, eval_run_id, sample_id, score
 FROM (SELECT *, row_number() OVER (PARTITION BY sample_id ORDER BY score DESC, traj_id) AS rk
@@ -18,6 +19,11 @@ JOIN credit_kept k ON k.sample_id = g.sample_id
 WHERE g.passed
 GROUP BY g.sample_id, k.traj_id, k.score
 HAVING count(DISTINCT g.eval_run_id) > 1;
+
+-- The recurring samples select's summary lists: the ten seen in most runs.
+CREATE VIEW credit_recurring_listed AS
+SELECT sample_id, runs, kept, kept_score FROM credit_recurring
+ORDER BY runs DESC, sample_id LIMIT 10;
 
 -- How many samples recur across eval runs, and how many of their sides credit leaves out.
 CREATE VIEW credit_recurring_tally AS

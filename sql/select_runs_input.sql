@@ -1,7 +1,7 @@
 -- What sql/select_runs.sql reads of the runs (turnlake select): those of the sources
 -- select_run_sources lists (select.toml's runs.sources; mini_coder by default).
 -- Reads: trajectories, turns, select_params, select_run_sources.
--- Builds: run_trajectories and run_turns. To run sql/select_runs.sql once per part of the
+-- Builds: run_trajectories (and run_count, how many) and run_turns. To run sql/select_runs.sql once per part of the
 -- runs, turnlake select writes these rows to a folder per part (one pass over the lake) and
 -- reads each part's in place of these views.
 
@@ -9,6 +9,8 @@ CREATE VIEW run_trajectories AS
 SELECT traj_id, source, instance_id, verified
 FROM trajectories
 WHERE source IN (SELECT source FROM select_run_sources);
+
+CREATE VIEW run_count AS SELECT count(*) AS n FROM run_trajectories;
 
 -- Only the turns a product can use, each with the rule it meets. This is the one home of
 -- the turn rules of escape_mini and finish_mini (sql/select_runs.sql picks among them):

@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::lake::{Lake, LakeError};
+use super::ExportError;
+use crate::lake::Lake;
 use crate::storage::{Location, StorageError};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -38,9 +39,12 @@ pub struct Manifest {
 }
 
 /// The entry of a written file: `name` as the manifest lists it, the bytes of `local`.
-pub fn entry(name: &str, local: &Path) -> Result<FileEntry, ManifestError> {
-    let (size, sha256) = crate::digest::hash_file(local)
-        .map_err(|e| ManifestError::Io(local.display().to_string(), e))?;
+pub fn entry(name: &str, local: &Path) -> Result<FileEntry, ExportError> {
+    let (size, sha256) =
+        crate::digest::hash_file(local).map_err(|source| ExportError::Hashing {
+            path: local.display().to_string(),
+            source,
+        })?;
     Ok(FileEntry {
         path: name.to_string(),
         size,
@@ -53,9 +57,9 @@ pub async fn build(
     lake: &Lake,
     export: serde_json::Value,
     files: Vec<FileEntry>,
-) -> Result<Manifest, ManifestError> {
+) -> Result<Manifest, ExportError> {
     let view = lake.view().await?;
-    let commit = view.commit.clone().ok_or(ManifestError::NoCommit)?;
+    let commit = view.commit.clone().ok_or(ExportError::NoCommit)?;
     let log = lake.log()?;
     let mut written_by = BTreeMap::new();
     for v in log.versions().await? {
@@ -86,18 +90,6 @@ pub async fn build(
     })
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum ManifestError {
-    #[error(transparent)]
-    Lake(#[from] LakeError),
-    #[error(
-        "the lake has no lake commit to record: write to it with this version of turnlake first"
-    )]
-    NoCommit,
-    #[error("{0}")]
-    Io(String, #[source] std::io::Error),
-}
-
 /// Write `manifest` as pretty JSON at `path`.
 pub async fn write(manifest: &Manifest, path: &Location) -> Result<(), StorageError> {
     let mut body = serde_json::to_vec_pretty(manifest).expect("a manifest serializes");
@@ -105,9 +97,12 @@ pub async fn write(manifest: &Manifest, path: &Location) -> Result<(), StorageEr
     path.write(body).await
 }
 
-pub async fn read(path: &Location) -> Result<Manifest, String> {
-    let bytes = path.read().await.map_err(|e| e.to_string())?;
-    serde_json::from_slice(&bytes).map_err(|e| format!("{path}: not a turnlake manifest: {e}"))
+pub async fn read(path: &Location) -> Result<Manifest, ExportError> {
+    let bytes = path.read().await?;
+    serde_json::from_slice(&bytes).map_err(|e| ExportError::NotAManifest {
+        path: path.to_string(),
+        reason: e.to_string(),
+    })
 }
 
 /// Compare the files in `dir` with the manifest (hashed on a blocking

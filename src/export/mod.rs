@@ -9,6 +9,7 @@ pub mod verl;
 use crate::engine::EngineError;
 use crate::lake::LakeError;
 use crate::pipeline::PipelineError;
+use crate::storage::StorageError;
 
 /// Why an export (SFT, verl, samples) failed. An export refuses rather than
 /// write bytes other than those recorded, so most variants say what it found.
@@ -20,6 +21,20 @@ pub enum ExportError {
     Lake(#[from] LakeError),
     #[error(transparent)]
     Step(#[from] PipelineError),
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    #[error(
+        "the lake has no lake commit to record: write to it with this version of turnlake first"
+    )]
+    NoCommit,
+    #[error("{path}: not a turnlake manifest: {reason}")]
+    NotAManifest { path: String, reason: String },
+    #[error("{path}")]
+    Hashing {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("the lake has no {0} table: run `turnlake select` and `turnlake mix` first")]
     Missing(String),
     #[error("row {row_id}: message {idx} of {traj_id} does not match its stored content hash; refusing to export altered bytes")]

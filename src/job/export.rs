@@ -151,7 +151,7 @@ pub async fn rebuild(
     out: Option<&std::path::Path>,
 ) -> anyhow::Result<Rebuilt> {
     let mpath = manifest_at;
-    let m = manifest::read(mpath).await.map_err(anyhow::Error::msg)?;
+    let m = manifest::read(mpath).await?;
     let lake = crate::lake::Lake::open_as_of(&m.lake, &m.lake_commit.to_string()).await?;
     let scratch;
     let dir = match out {

@@ -119,13 +119,13 @@ pub async fn describe_rows(ctx: &SessionContext, table: &str) -> Result<(), Pipe
 
 /// Register `rows_in` as `table` (the rows a query describes or streams).
 pub async fn register_rows(ctx: &SessionContext, table: &str) -> Result<(), PipelineError> {
+    let err = EngineError::query("rows_in");
+    let rows = ctx
+        .table_provider(datafusion::common::TableReference::bare(table))
+        .await
+        .map_err(&err)?;
     let _ = ctx.deregister_table("rows_in");
-    engine::run_sql(
-        ctx,
-        &format!("CREATE VIEW rows_in AS SELECT * FROM \"{table}\""),
-        "rows_in",
-    )
-    .await?;
+    ctx.register_table("rows_in", rows).map_err(err)?;
     Ok(())
 }
 

@@ -151,7 +151,7 @@ pub struct SelectSummary {
     /// Distinct instances the finish_mini rows were mined from.
     pub finish_instances: i64,
     /// Samples whose passing sides recur across eval runs, with the one side
-    /// credit kept (most runs first, at most [`RECURRING_LISTED`]).
+    /// credit kept (most runs first, as `credit_recurring_listed` lists them).
     pub credit_recurring: Vec<RecurringSample>,
     /// Every figure the reference publishes for the selection, beside the lake's.
     pub reproduction: Reproduction,
@@ -165,9 +165,6 @@ pub struct RecurringSample {
     pub kept: String,
     pub kept_score: Option<f64>,
 }
-
-/// How many recurring samples the summary lists.
-pub const RECURRING_LISTED: usize = 10;
 
 fn params_batch(c: &SelectConfig) -> Result<RecordBatch, arrow::error::ArrowError> {
     let f = |v: f64| Arc::new(Float64Array::from(vec![v])) as ArrayRef;
@@ -459,11 +456,8 @@ pub async fn build_in_parts(
         .unwrap_or(0.0);
     summary.finish_instances = tally("finish_instances");
     let recurring = q(
-        format!(
-            "SELECT sample_id, runs, kept, kept_score FROM credit_recurring \
-             ORDER BY runs DESC, sample_id LIMIT {RECURRING_LISTED}"
-        ),
-        "credit_recurring",
+        "SELECT * FROM credit_recurring_listed".into(),
+        "credit_recurring_listed",
     )
     .await?;
     let (ids, runs, kept_sides, scores) = (

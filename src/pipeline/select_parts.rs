@@ -189,16 +189,9 @@ pub async fn prepare_runs(
     part_runs: usize,
     on_cluster: bool,
 ) -> Result<(), PipelineError> {
-    let runs = scalar_i64(
-        &engine::run_sql(
-            ctx,
-            "SELECT count(*) AS n FROM trajectories WHERE source IN (SELECT source FROM select_run_sources)",
-            "counting the mini-coder runs",
-        )
-        .await?,
-    );
-    let count = (runs.max(0) as usize).div_ceil(part_runs.max(1));
     run_script(ctx, INPUT_SQL_FILE, INPUT_SQL).await?;
+    let runs = scalar_i64(&engine::run_sql(ctx, "SELECT n FROM run_count", INPUT_SQL_FILE).await?);
+    let count = (runs.max(0) as usize).div_ceil(part_runs.max(1));
     let parts = match on_cluster || count <= 1 {
         true => Parts::Whole,
         false => split(ctx, count).await?,

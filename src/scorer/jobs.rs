@@ -36,7 +36,7 @@ async fn turn_rows(ctx: &SessionContext) -> ScorerResult<Vec<RecordBatch>> {
             "the lake has no turn_credit table: run turnlake credit first".into(),
         ));
     }
-    turns::features(ctx, turns::JUDGED).await
+    turns::features(ctx, turns::Turns::Judged).await
 }
 
 /// Both fitted models and where they were saved.

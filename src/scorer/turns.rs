@@ -7,7 +7,7 @@
 use arrow::array::{BooleanArray, Float64Array, Int32Array, StringArray};
 use arrow::datatypes::{DataType, Field, Schema};
 use arrow::record_batch::RecordBatch;
-use datafusion::prelude::SessionContext;
+use datafusion::prelude::{col, lit, Expr, SessionContext};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -16,7 +16,7 @@ use super::store::{self, ModelMeta};
 use super::training::{self, Table};
 use super::{metrics, ScorerResult};
 use crate::columns;
-use crate::engine;
+use crate::engine::EngineError;
 use crate::lake::Lake;
 use crate::pipeline::sqlstep::run_script;
 use crate::pipeline::step::Step;
@@ -53,21 +53,39 @@ const NOT_FEATURES: &[&str] = &[
 ];
 const CATEGORICAL: &[&str] = &["cmd_kind"];
 
-/// Every turn's features, in a stable order.
-pub async fn features(ctx: &SessionContext, filter: &str) -> ScorerResult<Vec<RecordBatch>> {
+/// Every turn's features of `which`, in a stable order.
+pub async fn features(ctx: &SessionContext, which: Turns) -> ScorerResult<Vec<RecordBatch>> {
     run_script(ctx, SQL.0, SQL.1).await?;
-    Ok(engine::run_sql(
-        ctx,
-        &format!("SELECT * FROM turn_label_features WHERE {filter} ORDER BY source, traj_id, t"),
-        "turn-credit features",
-    )
-    .await?)
+    let err = EngineError::query("turn-credit features");
+    let order = ["source", "traj_id", "t"].map(|c| col(c).sort(true, false));
+    let frame = ctx
+        .table("turn_label_features")
+        .await
+        .map_err(&err)?
+        .filter(which.predicate())
+        .map_err(&err)?
+        .sort(order.to_vec())
+        .map_err(&err)?;
+    Ok(frame.collect().await.map_err(err)?)
 }
 
-/// Judged turns of Albedo sides the judge did not call looped.
-pub const JUDGED: &str = "judged_turn";
-/// Turns no judge saw.
-pub const UNJUDGED: &str = "source <> 'albedo'";
+/// The turns a turn scorer reads.
+#[derive(Debug, Clone, Copy)]
+pub enum Turns {
+    /// Judged turns of Albedo sides the judge did not call looped.
+    Judged,
+    /// Turns no judge saw.
+    Unjudged,
+}
+
+impl Turns {
+    fn predicate(self) -> Expr {
+        match self {
+            Turns::Judged => col("judged_turn"),
+            Turns::Unjudged => col("source").not_eq(lit("albedo")),
+        }
+    }
+}
 
 pub fn table(batches: &[RecordBatch]) -> Table<'_> {
     let judged = columns::bools(batches, "judged_turn");
@@ -145,7 +163,7 @@ pub async fn label(lake: &Lake) -> ScorerResult<LabelSummary> {
     let (meta, model) =
         store::load(lake, store::TURN_CREDIT, "run turnlake scorer fit first").await?;
     let step = Step::begin(lake, &STEP, serde_json::json!({"model_id": meta.model_id})).await?;
-    let batches = features(&step.ctx, UNJUDGED).await?;
+    let batches = features(&step.ctx, Turns::Unjudged).await?;
     let rows: Vec<usize> = (0..batches.iter().map(RecordBatch::num_rows).sum()).collect();
     let p = training::predict(&meta, &model, &batches, &rows)?;
     let earns: Vec<bool> = p.iter().map(|&p| p as f64 >= meta.threshold).collect();

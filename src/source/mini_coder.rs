@@ -11,8 +11,7 @@ use arrow::record_batch::RecordBatch;
 use rayon::prelude::*;
 use serde_json::Value;
 
-use crate::storage::blocking::BatchError;
-use crate::storage::{Entry, Location};
+use crate::storage::{Entry, Location, StorageError};
 
 use super::json::{opt_bool, opt_str, parse_record, req_str, FieldError, FieldResult};
 use super::{
@@ -83,8 +82,7 @@ fn read_parquet(
     let (path, size) = (&file.location, file.size);
     let (total_rows, reader) = match file.parquet_blocking(BATCH_ROWS) {
         Ok(r) => r,
-        Err(BatchError::Io(e)) => return Err(e),
-        Err(BatchError::Decode(e)) => {
+        Err(StorageError::Undecodable { reason: e, .. }) => {
             emit(reject(
                 SOURCE,
                 path,
@@ -96,13 +94,13 @@ fn read_parquet(
             progress(size);
             return Ok(());
         }
+        Err(e) => return Err(e.into()),
     };
     let mut row = 0i64;
     for batch in reader {
         let batch = match batch {
             Ok(b) => b,
-            Err(BatchError::Io(e)) => return Err(e),
-            Err(BatchError::Decode(e)) => {
+            Err(StorageError::Undecodable { reason: e, .. }) => {
                 // The rest of the file cannot be decoded: one reject per lost row.
                 for lost in row + 1..=total_rows.max(row + 1) {
                     emit(reject(
@@ -116,6 +114,7 @@ fn read_parquet(
                 }
                 break;
             }
+            Err(e) => return Err(e.into()),
         };
         let per_row = size / total_rows.max(1) as u64;
         // Rows are decoded and derived on every core, then emitted in order.

@@ -10,17 +10,12 @@ use object_store::path::Path as StorePath;
 use object_store::ObjectStore;
 use tokio::runtime::Handle;
 
-/// Why a row batch did not come: the storage failed (the ingest stops and a
-/// rerun completes it) or the file's bytes do not decode (its rows are rejected).
-#[derive(Debug)]
-pub enum BatchError {
-    Io(std::io::Error),
-    Decode(String),
-}
-
-/// Row batches of a Parquet file.
-pub type Batches =
-    Box<dyn Iterator<Item = Result<arrow::record_batch::RecordBatch, BatchError>> + Send>;
+/// Row batches of a Parquet file: a failed request is `StorageError::Io` (the
+/// ingest stops and a rerun completes it), bytes that do not decode are
+/// `StorageError::Undecodable` (the file's rows are rejected).
+pub type Batches = Box<
+    dyn Iterator<Item = Result<arrow::record_batch::RecordBatch, super::StorageError>> + Send,
+>;
 
 pub(crate) fn handle() -> Result<Handle, object_store::Error> {
     Handle::try_current().map_err(|e| object_store::Error::Generic {

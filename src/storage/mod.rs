@@ -32,6 +32,10 @@ pub enum StorageError {
         location: String,
         error: object_store::Error,
     },
+    /// Bytes that do not decode as the file's format: a reader rejects the
+    /// file's rows rather than retrying, unlike a failed request.
+    #[error("{location}: {reason}")]
+    Undecodable { location: String, reason: String },
     #[error("{location}: {operation}")]
     Io {
         operation: &'static str,
@@ -49,6 +53,11 @@ impl From<StorageError> for std::io::Error {
             StorageError::NotFound { .. } => {
                 std::io::Error::new(std::io::ErrorKind::NotFound, e.to_string())
             }
+            // The cause goes into the text: a plain io::Error keeps no source.
+            StorageError::Io { ref source, .. } => std::io::Error::new(
+                source.kind(),
+                crate::storage::s3::redact(&format!("{e}: {source}")),
+            ),
             e => std::io::Error::other(crate::storage::s3::redact(&e.to_string())),
         }
     }
@@ -473,45 +482,50 @@ impl Entry {
 
     /// Parquet row batches of at most `batch_rows` rows (from a blocking
     /// thread), with the file's row count. A failed request is `Io`; bytes
-    /// that do not decode are `Decode`.
-    pub fn parquet_blocking(
-        &self,
-        batch_rows: usize,
-    ) -> Result<(i64, blocking::Batches), blocking::BatchError> {
-        use blocking::{BatchError, FailureNote};
+    /// that do not decode are `Undecodable`.
+    pub fn parquet_blocking(&self, batch_rows: usize) -> StorageResult<(i64, blocking::Batches)> {
+        use blocking::FailureNote;
         use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+        let location = self.location.to_string();
         fn batches<R: parquet::file::reader::ChunkReader + 'static>(
             file: R,
             failed: FailureNote,
             batch_rows: usize,
-        ) -> Result<(i64, blocking::Batches), BatchError> {
-            let classify =
-                |e: String, failed: &FailureNote| match failed.lock().expect("failure note").take()
-                {
-                    Some(io) => BatchError::Io(std::io::Error::other(io)),
-                    None => BatchError::Decode(e),
-                };
+            location: String,
+        ) -> StorageResult<(i64, blocking::Batches)> {
+            let classify = move |e: String| match failed.lock().expect("failure note").take() {
+                Some(io) => StorageError::Io {
+                    operation: "reading",
+                    location: location.clone(),
+                    source: std::io::Error::other(io),
+                },
+                None => StorageError::Undecodable {
+                    location: location.clone(),
+                    reason: e,
+                },
+            };
             let b = ParquetRecordBatchReaderBuilder::try_new(file)
-                .map_err(|e| classify(e.to_string(), &failed))?;
+                .map_err(|e| classify(e.to_string()))?;
             let rows = b.metadata().file_metadata().num_rows();
             let reader = b
                 .with_batch_size(batch_rows)
                 .build()
-                .map_err(|e| classify(e.to_string(), &failed))?;
-            let iter = reader.map(move |r| r.map_err(|e| classify(e.to_string(), &failed)));
+                .map_err(|e| classify(e.to_string()))?;
+            let iter = reader.map(move |r| r.map_err(|e| classify(e.to_string())));
             Ok((rows, Box::new(iter)))
         }
         match (&self.location, self.pinned()) {
             (Location::Local(p), _) => batches(
-                std::fs::File::open(p).map_err(BatchError::Io)?,
+                std::fs::File::open(p).map_err(self.location.io_err("opening"))?,
                 FailureNote::default(),
                 batch_rows,
+                location,
             ),
             (_, Some(object)) => {
-                let file = blocking::RemoteFile::new(object)
-                    .map_err(|e| BatchError::Io(std::io::Error::other(e.to_string())))?;
+                let file =
+                    blocking::RemoteFile::new(object).map_err(self.location.store_err("GET"))?;
                 let failed = file.failed.clone();
-                batches(file, failed, batch_rows)
+                batches(file, failed, batch_rows, location)
             }
             (Location::Remote(_), None) => unreachable!("a remote entry is pinned"),
         }
