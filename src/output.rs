@@ -8,7 +8,7 @@ use arrow::error::ArrowError;
 use arrow::record_batch::RecordBatch;
 use arrow::util::display::{ArrayFormatter, FormatOptions};
 use std::io::Write;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -56,7 +56,10 @@ fn normalize(batch: &RecordBatch, flatten_nested: bool) -> Result<RecordBatch, A
         fields.push(Field::new(f.name(), ty, f.is_nullable()));
         columns.push(col);
     }
-    RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)
+    // The row count is given: a statement's result may have no columns.
+    let options =
+        arrow::record_batch::RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+    RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), columns, &options)
 }
 
 /// A writer that remembers the kind of the first I/O error it returned:
@@ -64,91 +67,207 @@ fn normalize(batch: &RecordBatch, flatten_nested: bool) -> Result<RecordBatch, A
 /// still tell a reader that went away (`BrokenPipe`) from a full disk.
 struct Watched<W> {
     inner: W,
-    failed: Option<std::io::ErrorKind>,
+    failed: Arc<Mutex<Option<std::io::ErrorKind>>>,
+}
+
+impl<W: Write> Watched<W> {
+    fn note<T>(&self, r: std::io::Result<T>) -> std::io::Result<T> {
+        if let Err(e) = &r {
+            let mut failed = self.failed.lock().unwrap_or_else(|p| p.into_inner());
+            failed.get_or_insert(e.kind());
+        }
+        r
+    }
 }
 
 impl<W: Write> Write for Watched<W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let r = self.inner.write(buf);
-        if let Err(e) = &r {
-            self.failed.get_or_insert(e.kind());
-        }
-        r
+        self.note(r)
     }
     fn flush(&mut self) -> std::io::Result<()> {
         let r = self.inner.flush();
-        if let Err(e) = &r {
-            self.failed.get_or_insert(e.kind());
-        }
-        r
+        self.note(r)
     }
 }
 
-/// Write `batches` to `w` in `format`. A failed write of `w` is an
-/// [`OutputError::Io`] of its kind, whichever writer met it.
+/// Write `batches` to `w` in `format`, every row. A failed write of `w` is
+/// an [`OutputError::Io`] of its kind, whichever writer met it.
 pub fn write_batches<W: Write + Send>(
     w: W,
     batches: &[RecordBatch],
     format: Format,
 ) -> Result<(), OutputError> {
-    let mut watched = Watched {
-        inner: w,
-        failed: None,
-    };
-    write_all(&mut watched, batches, format).map_err(|e| match (watched.failed, e) {
+    let schema = batches
+        .first()
+        .map(|b| b.schema())
+        .unwrap_or_else(|| Arc::new(Schema::empty()));
+    let mut out = ResultWriter::new(w, format, &schema, None)?;
+    for b in batches {
+        out.write(b)?;
+    }
+    out.finish().map(|_| ())
+}
+
+/// What a [`ResultWriter`] wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Written {
+    /// Every row of the result.
+    pub rows: usize,
+    /// Rows the table format left out (beyond its row cap).
+    pub not_shown: usize,
+}
+
+/// A result written batch by batch as it arrives, so it need not fit in
+/// memory: only the table format keeps rows, and only the ones it shows.
+pub struct ResultWriter<W: Write + Send> {
+    sink: Sink<Watched<W>>,
+    failed: Arc<Mutex<Option<std::io::ErrorKind>>>,
+    written: Written,
+}
+
+enum Sink<W: Write + Send> {
+    Table {
+        w: W,
+        schema: arrow::datatypes::SchemaRef,
+        shown: Vec<RecordBatch>,
+        cap: Option<usize>,
+    },
+    Csv(arrow::csv::Writer<W>),
+    Json(arrow::json::ArrayWriter<W>),
+    Ndjson(arrow::json::LineDelimitedWriter<W>),
+    Parquet(parquet::arrow::ArrowWriter<W>),
+}
+
+impl<W: Write + Send> ResultWriter<W> {
+    /// A writer of rows of `schema` to `w`; the table format shows at most
+    /// `cap` rows (all when `None`) and counts the rest.
+    pub fn new(
+        w: W,
+        format: Format,
+        schema: &arrow::datatypes::SchemaRef,
+        cap: Option<usize>,
+    ) -> Result<Self, OutputError> {
+        let failed = Arc::new(Mutex::new(None));
+        let w = Watched {
+            inner: w,
+            failed: Arc::clone(&failed),
+        };
+        let flatten = format == Format::Csv;
+        let schema = normalize(&RecordBatch::new_empty(Arc::clone(schema)), flatten)?.schema();
+        let sink = match format {
+            Format::Table => Sink::Table {
+                w,
+                schema,
+                shown: Vec::new(),
+                cap,
+            },
+            Format::Csv => Sink::Csv(arrow::csv::WriterBuilder::new().with_header(true).build(w)),
+            Format::Json => Sink::Json(arrow::json::ArrayWriter::new(w)),
+            Format::Ndjson => Sink::Ndjson(arrow::json::LineDelimitedWriter::new(w)),
+            Format::Parquet => {
+                let pw = parquet::arrow::ArrowWriter::try_new(w, schema, None);
+                Sink::Parquet(pw?)
+            }
+        };
+        Ok(ResultWriter {
+            sink,
+            failed,
+            written: Written {
+                rows: 0,
+                not_shown: 0,
+            },
+        })
+    }
+
+    /// Write the rows of `batch`.
+    pub fn write(&mut self, batch: &RecordBatch) -> Result<(), OutputError> {
+        let r = self.write_inner(batch);
+        self.with_kind(r)
+    }
+
+    fn write_inner(&mut self, batch: &RecordBatch) -> Result<(), OutputError> {
+        self.written.rows += batch.num_rows();
+        match &mut self.sink {
+            Sink::Table { shown, cap, .. } => {
+                let have: usize = shown.iter().map(|b| b.num_rows()).sum();
+                let room = cap.map_or(batch.num_rows(), |c| c.saturating_sub(have));
+                let keep = room.min(batch.num_rows());
+                if keep > 0 {
+                    shown.push(normalize(&batch.slice(0, keep), false)?);
+                }
+                self.written.not_shown += batch.num_rows() - keep;
+            }
+            Sink::Csv(w) => w.write(&normalize(batch, true)?)?,
+            Sink::Json(w) => w.write(&normalize(batch, false)?)?,
+            Sink::Ndjson(w) => w.write(&normalize(batch, false)?)?,
+            Sink::Parquet(w) => w.write(&normalize(batch, false)?)?,
+        }
+        Ok(())
+    }
+
+    /// Finish the output (the table is drawn now, with a line saying how
+    /// many rows it left out) and flush it.
+    pub fn finish(self) -> Result<Written, OutputError> {
+        let ResultWriter {
+            sink,
+            failed,
+            written,
+        } = self;
+        with_kind(&failed, finish_sink(sink, written)).map(|()| written)
+    }
+
+    fn with_kind<T>(&self, r: Result<T, OutputError>) -> Result<T, OutputError> {
+        with_kind(&self.failed, r)
+    }
+}
+
+/// `r`, its error made an [`OutputError::Io`] of the kind the writer met.
+fn with_kind<T>(
+    failed: &Mutex<Option<std::io::ErrorKind>>,
+    r: Result<T, OutputError>,
+) -> Result<T, OutputError> {
+    let failed = *failed.lock().unwrap_or_else(|p| p.into_inner());
+    r.map_err(|e| match (failed, e) {
         (_, OutputError::Io(e)) => OutputError::Io(e),
         (Some(kind), e) => OutputError::Io(std::io::Error::new(kind, e)),
         (None, e) => e,
     })
 }
 
-fn write_all<W: Write + Send>(
-    w: W,
-    batches: &[RecordBatch],
-    format: Format,
-) -> Result<(), OutputError> {
-    let flatten = format == Format::Csv;
-    let batches = batches
-        .iter()
-        .map(|b| normalize(b, flatten))
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut w = w;
-    match format {
-        Format::Table => writeln!(
-            w,
-            "{}",
-            arrow::util::pretty::pretty_format_batches(&batches)?
-        )?,
-        Format::Csv => {
-            let mut cw = arrow::csv::WriterBuilder::new().with_header(true).build(w);
-            for b in &batches {
-                cw.write(b)?;
+fn finish_sink<W: Write + Send>(sink: Sink<W>, written: Written) -> Result<(), OutputError> {
+    match sink {
+        Sink::Table {
+            mut w,
+            schema,
+            mut shown,
+            cap,
+        } => {
+            if shown.is_empty() {
+                shown.push(RecordBatch::new_empty(schema));
             }
+            writeln!(w, "{}", arrow::util::pretty::pretty_format_batches(&shown)?)?;
+            if written.not_shown > 0 {
+                let cap = cap.unwrap_or(0);
+                writeln!(
+                    w,
+                    "{} rows, {} not shown (--maxrows {cap}; 0 shows every row)",
+                    written.rows, written.not_shown
+                )?;
+            }
+            w.flush()?;
         }
-        Format::Json => {
-            let mut jw = arrow::json::ArrayWriter::new(w);
-            for b in &batches {
-                jw.write(b)?;
-            }
-            jw.finish()?;
+        Sink::Csv(w) => w.into_inner().flush()?,
+        Sink::Json(mut w) => {
+            w.finish()?;
+            w.into_inner().flush()?;
         }
-        Format::Ndjson => {
-            let mut jw = arrow::json::LineDelimitedWriter::new(w);
-            for b in &batches {
-                jw.write(b)?;
-            }
-            jw.finish()?;
+        Sink::Ndjson(mut w) => {
+            w.finish()?;
+            w.into_inner().flush()?;
         }
-        Format::Parquet => {
-            let schema = batches
-                .first()
-                .map(|b| b.schema())
-                .unwrap_or_else(|| Arc::new(Schema::empty()));
-            let mut pw = parquet::arrow::ArrowWriter::try_new(w, schema, None)?;
-            for b in &batches {
-                pw.write(b)?;
-            }
-            pw.close()?;
+        Sink::Parquet(w) => {
+            w.into_inner()?.flush()?;
         }
     }
     Ok(())

@@ -205,7 +205,8 @@ fn metadata_cache(lake: &Lake) -> usize {
 /// before joins: mini-coder turns have no `candidate_n`, so a join of turns
 /// on it then reads Albedo's row groups only, not every turn of the lake.
 fn local_config(strings: Strings) -> SessionConfig {
-    let mut config = SessionConfig::new();
+    // information_schema: SHOW TABLES, SHOW COLUMNS and DESCRIBE.
+    let mut config = SessionConfig::new().with_information_schema(true);
     config.options_mut().optimizer.filter_null_join_keys = true;
     config.options_mut().sql_parser.map_string_types_to_utf8view = strings == Strings::Views;
     config
@@ -292,21 +293,45 @@ pub async fn run_sql(
     sql: &str,
     context: &str,
 ) -> Result<Vec<RecordBatch>, EngineError> {
+    match statement(ctx, sql, context).await? {
+        Some(frame) => frame.collect().await.map_err(EngineError::query(context)),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// Run one SQL statement, its result as a [`stream`] (a statement that
+/// returns no rows, as DDL, gives an empty one); `context` names it in errors.
+pub async fn stream_statement(
+    ctx: &SessionContext,
+    sql: &str,
+    context: &str,
+) -> Result<SendableRecordBatchStream, EngineError> {
+    match statement(ctx, sql, context).await? {
+        Some(frame) => stream(frame, context).await,
+        None => Ok(Box::pin(RecordBatchStreamAdapter::new(
+            Arc::new(arrow::datatypes::Schema::empty()),
+            futures::stream::empty(),
+        ))),
+    }
+}
+
+/// The rows of one SQL statement, still to be run; `None` for a
+/// `CREATE TABLE … AS`, which is run here (see [`create_table`]).
+async fn statement(
+    ctx: &SessionContext,
+    sql: &str,
+    context: &str,
+) -> Result<Option<DataFrame>, EngineError> {
     let err = EngineError::query(context);
     let plan = ctx.state().create_logical_plan(sql).await.map_err(&err)?;
     if let LogicalPlan::Ddl(DdlStatement::CreateMemoryTable(table)) = &plan {
         let plain = table.constraints.is_empty() && table.column_defaults.is_empty();
         if plain && !table.if_not_exists && !table.temporary {
             create_table(ctx, table).await.map_err(&err)?;
-            return Ok(Vec::new());
+            return Ok(None);
         }
     }
-    ctx.execute_logical_plan(plan)
-        .await
-        .map_err(&err)?
-        .collect()
-        .await
-        .map_err(err)
+    Ok(Some(ctx.execute_logical_plan(plan).await.map_err(&err)?))
 }
 
 /// The rows of `frame` as a stream, computed as they are read; `context`

@@ -13,9 +13,8 @@ use tokio::runtime::Handle;
 /// Row batches of a Parquet file: a failed request is `StorageError::Io` (the
 /// ingest stops and a rerun completes it), bytes that do not decode are
 /// `StorageError::Undecodable` (the file's rows are rejected).
-pub type Batches = Box<
-    dyn Iterator<Item = Result<arrow::record_batch::RecordBatch, super::StorageError>> + Send,
->;
+pub type Batches =
+    Box<dyn Iterator<Item = Result<arrow::record_batch::RecordBatch, super::StorageError>> + Send>;
 
 pub(crate) fn handle() -> Result<Handle, object_store::Error> {
     Handle::try_current().map_err(|e| object_store::Error::Generic {

@@ -21,6 +21,7 @@ mod s3;
 mod scorer;
 mod select;
 mod sinks;
+mod sql_shell;
 mod streaming;
 mod synth;
 #[cfg(feature = "train")]

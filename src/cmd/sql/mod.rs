@@ -4,34 +4,56 @@
 //! data/credit.toml "SELECT …"` registers the step's parameters as the step
 //! does, creates its views (writing no table) and answers the query over them.
 
+//! `turnlake sql [-f FILE]… [-c SQL]… ["SQL"] [--format F] [--out PATH]`
+//!
+//! Runs the statements of every `-f` file, then every `-c`, then the query
+//! (or, with none of these, what standard input holds), and prints each
+//! statement's result in order. A pipeline step's SQL file runs on its own:
+//! `-f sql/credit.sql --config data/credit.toml "SELECT …"` registers the
+//! step's parameters as the step does, creates its views (writing no table)
+//! and answers the query over them.
+
+mod runner;
+
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
+use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::cmd::LakeArg;
 use crate::engine;
-use crate::output::{write_batches, Format};
-use crate::pipeline::sqlstep::statements;
+use crate::output::Format;
 use crate::pipeline::steps::{self, StepConfig};
+use runner::{Output, Runner};
 
 #[derive(Debug, Args)]
 pub struct SqlArgs {
-    /// The SQL to run; with -f, a query over the file's views.
+    /// SQL to run, after any -f files and -c commands.
     pub query: Option<String>,
-    /// Read SQL from a file; its statements run in order, and the query's (or
-    /// else the last statement's) result is printed.
-    #[arg(short = 'f', long = "file")]
-    pub file: Option<PathBuf>,
+    /// SQL to run; repeatable, run in order after the -f files.
+    #[arg(short = 'c', long = "command", value_name = "SQL")]
+    pub commands: Vec<String>,
+    /// A file of SQL statements; repeatable, run first, in order.
+    #[arg(short = 'f', long = "file", value_name = "FILE")]
+    pub files: Vec<PathBuf>,
     /// The step config to register for a pipeline step's SQL file
     /// (sql/credit.sql, sql/select.sql, sql/mix.sql; default: the embedded one).
-    #[arg(long, requires = "file")]
+    #[arg(long, requires = "files")]
     pub config: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "table")]
     pub format: FormatArg,
-    /// Write the result here instead of stdout (required for parquet).
+    /// Write the last statement's result here, streamed (the statements
+    /// before it run, printing nothing); required for parquet.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Rows of each result the table format shows; 0 shows every row.
+    #[arg(long, default_value_t = 40)]
+    pub maxrows: usize,
+    /// Say each statement's row count and elapsed time on standard error
+    /// (the default when it is a terminal).
+    #[arg(long)]
+    pub timing: bool,
 }
 
 /// What a pipeline step's SQL file needs registered before it runs, as its
@@ -46,17 +68,10 @@ async fn register_step(
     on_cluster: bool,
 ) -> anyhow::Result<Option<tempfile::TempDir>> {
     let name = file.file_name().and_then(|s| s.to_str()).unwrap_or("");
-    let setup = steps::sql_file(name).map(|f| f.setup);
-    let kind = match (setup.and_then(|s| s.config()), config) {
-        (None, Some(_)) => bail!(
-            "{}: --config is for a pipeline step's SQL file (sql/credit.sql, sql/select.sql)",
-            file.display()
-        ),
-        (kind, _) => kind,
-    };
-    let Some(setup) = setup else {
+    let Some(setup) = steps::sql_file(name).map(|f| f.setup) else {
         return Ok(None);
     };
+    let kind = setup.config();
     let config = match kind {
         None => None,
         Some(kind) => {
@@ -77,50 +92,94 @@ async fn register_step(
 }
 
 pub async fn run(lake: &LakeArg, args: SqlArgs) -> anyhow::Result<ExitCode> {
-    let (text, origin) = match (&args.query, &args.file) {
-        (Some(q), None) => (q.clone(), "query".to_string()),
-        (_, Some(f)) => (
-            std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?,
-            f.display().to_string(),
-        ),
-        (None, None) => bail!("give a query, or -f FILE"),
-    };
     if args.format == FormatArg::Parquet && args.out.is_none() {
         bail!("--format parquet needs --out PATH");
     }
+    let mut scripts = Vec::new();
+    for f in &args.files {
+        let text =
+            std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
+        scripts.push((f.display().to_string(), text));
+    }
+    for (i, c) in args.commands.iter().enumerate() {
+        scripts.push((format!("-c #{}", i + 1), c.clone()));
+    }
+    if let Some(q) = &args.query {
+        scripts.push(("query".to_string(), q.clone()));
+    }
+    if scripts.is_empty() {
+        if std::io::stdin().is_terminal() {
+            bail!("give SQL: a query, -c SQL or -f FILE, or statements on standard input");
+        }
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .context("reading SQL from standard input")?;
+        scripts.push(("standard input".to_string(), text));
+    }
+    let mut stmts = Vec::new();
+    for (origin, text) in &scripts {
+        stmts.extend(runner::split(text, origin)?);
+    }
+    let Some((last_context, last)) = stmts.pop() else {
+        bail!("no SQL statement in {}", scripts[0].0);
+    };
+
     let lake = lake.open().await?;
     let ctx = engine::session(&lake).await?;
-    let _scratch = match &args.file {
-        Some(file) => {
-            register_step(&ctx, file, args.config.as_ref(), lake.cluster().is_some()).await?
-        }
-        None => None,
+    let _scratch = register_steps(
+        &ctx,
+        &args.files,
+        args.config.as_ref(),
+        lake.cluster().is_some(),
+    )
+    .await?;
+    let runner = Runner {
+        ctx,
+        format: args.format.into(),
+        maxrows: (args.maxrows > 0).then_some(args.maxrows),
+        timing: args.timing || std::io::stderr().is_terminal(),
     };
-    let mut stmts = statements(&text).with_context(|| format!("{origin}: splitting statements"))?;
-    if let (Some(q), Some(_)) = (&args.query, &args.file) {
-        stmts.push(q.clone());
+    // With --out, only the last statement's result is written (to the file).
+    let (before, last_out) = match &args.out {
+        Some(path) => (Output::Discard, Output::File(path)),
+        None => (Output::Stdout, Output::Stdout),
+    };
+    for (context, sql) in &stmts {
+        runner.run_statement(sql, context, before).await?;
     }
-    if stmts.is_empty() {
-        bail!("{origin}: no SQL statement");
-    }
-    let mut last = Vec::new();
-    for (i, s) in stmts.iter().enumerate() {
-        let context = format!(
-            "{origin}, statement {} ({})",
-            i + 1,
-            s.lines().next().unwrap_or("")
-        );
-        last = engine::run_sql(&ctx, s, &context).await?;
-    }
-    match &args.out {
-        Some(path) => {
-            let f = std::fs::File::create(path)
-                .with_context(|| format!("creating {}", path.display()))?;
-            write_batches(std::io::BufWriter::new(f), &last, args.format.into())?;
-        }
-        None => write_batches(std::io::stdout(), &last, args.format.into())?,
-    }
+    runner.run_statement(&last, &last_context, last_out).await?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Register what each pipeline step's SQL file among `files` needs, the one
+/// that takes a config given `config`. Returns the scratch folders the
+/// steps' tables are kept in (hold them while the session reads them).
+async fn register_steps(
+    ctx: &datafusion::prelude::SessionContext,
+    files: &[PathBuf],
+    config: Option<&PathBuf>,
+    on_cluster: bool,
+) -> anyhow::Result<Vec<tempfile::TempDir>> {
+    let takes_config = |f: &PathBuf| {
+        let name = f.file_name().and_then(|s| s.to_str()).unwrap_or("");
+        steps::sql_file(name).is_some_and(|s| s.setup.config().is_some())
+    };
+    if config.is_some() {
+        match files.iter().filter(|f| takes_config(f)).count() {
+            0 => bail!(
+                "--config is for a pipeline step's SQL file (sql/credit.sql, sql/select.sql, sql/mix.sql)"
+            ),
+            1 => {}
+            _ => bail!("--config: more than one -f file is a step that takes a config; give one"),
+        }
+    }
+    let mut scratch = Vec::new();
+    for f in files {
+        let config = config.filter(|_| takes_config(f));
+        scratch.extend(register_step(ctx, f, config, on_cluster).await?);
+    }
+    Ok(scratch)
 }
 
 /// Output formats for tables of results.

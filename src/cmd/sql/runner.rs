@@ -1,0 +1,138 @@
+//! Runs SQL statement by statement, each result streamed to its output as
+//! it is computed.
+
+use std::io::Write;
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::Context;
+use datafusion::execution::SendableRecordBatchStream;
+use datafusion::prelude::SessionContext;
+use futures::StreamExt;
+
+use crate::engine;
+use crate::output::{Format, ResultWriter, Written};
+use crate::pipeline::sqlstep::statements;
+
+/// Where a statement's rows go.
+#[derive(Debug, Clone, Copy)]
+pub enum Output<'a> {
+    Stdout,
+    /// A file, made anew.
+    File(&'a Path),
+    /// Nowhere: the statement runs for what it leaves in the session.
+    Discard,
+}
+
+/// Where and how results are written.
+pub struct Runner {
+    pub ctx: SessionContext,
+    pub format: Format,
+    /// Rows the table format shows of each result (all when `None`).
+    pub maxrows: Option<usize>,
+    /// Say each statement's row count and elapsed time on standard error.
+    pub timing: bool,
+}
+
+impl Runner {
+    /// Run one statement, its rows written to `out`. A statement that
+    /// returns no rows (DDL) prints nothing.
+    pub async fn run_statement(
+        &self,
+        sql: &str,
+        context: &str,
+        out: Output<'_>,
+    ) -> anyhow::Result<Written> {
+        let started = Instant::now();
+        let rows = engine::stream_statement(&self.ctx, sql, context).await?;
+        let has_columns = !rows.schema().fields().is_empty();
+        let written = match out {
+            Output::File(path) => {
+                let file = std::fs::File::create(path)
+                    .with_context(|| format!("creating {}", path.display()))?;
+                let sink = Box::new(std::io::BufWriter::new(file));
+                let written = write_stream(rows, sink, self.format, None).await;
+                if written.is_err() {
+                    let _ = std::fs::remove_file(path);
+                }
+                written.with_context(|| format!("writing {}", path.display()))?
+            }
+            Output::Stdout if has_columns => {
+                let sink = Box::new(std::io::BufWriter::new(std::io::stdout()));
+                let cap = self.maxrows.filter(|_| self.format == Format::Table);
+                write_stream(rows, sink, self.format, cap).await?
+            }
+            Output::Stdout | Output::Discard => {
+                write_stream(rows, Box::new(std::io::sink()), self.format, None).await?
+            }
+        };
+        if self.timing {
+            let secs = started.elapsed().as_secs_f64();
+            match has_columns {
+                true => eprintln!("{} rows in {secs:.3} s", written.rows),
+                false => eprintln!("done in {secs:.3} s"),
+            }
+        }
+        Ok(written)
+    }
+}
+
+/// The statements of `text`, each with the context its errors name:
+/// `origin`, its number and its first line.
+pub fn split(text: &str, origin: &str) -> anyhow::Result<Vec<(String, String)>> {
+    let stmts = statements(text).with_context(|| format!("{origin}: splitting statements"))?;
+    Ok(stmts
+        .into_iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let first = s.lines().next().unwrap_or("");
+            (format!("{origin}, statement {} ({first})", i + 1), s)
+        })
+        .collect())
+}
+
+/// Write `rows` to `sink` in `format` on a blocking thread, fed a batch at
+/// a time, so the result need not fit in memory.
+async fn write_stream(
+    mut rows: SendableRecordBatchStream,
+    sink: Box<dyn Write + Send>,
+    format: Format,
+    cap: Option<usize>,
+) -> anyhow::Result<Written> {
+    let schema = rows.schema();
+    let (tx, mut rx) = tokio::sync::mpsc::channel(2);
+    let writer = tokio::task::spawn_blocking(move || {
+        let mut w = ResultWriter::new(sink, format, &schema, cap)?;
+        // `None`: the query failed, and a partial result is not drawn.
+        while let Some(batch) = rx.blocking_recv() {
+            match batch {
+                Some(batch) => w.write(&batch)?,
+                None => return Ok(None),
+            }
+        }
+        w.finish().map(Some)
+    });
+    let mut failed = None;
+    while let Some(batch) = rows.next().await {
+        match batch {
+            Ok(batch) => {
+                // A closed channel: the writer failed, and says why below.
+                if tx.send(Some(batch)).await.is_err() {
+                    break;
+                }
+            }
+            Err(e) => {
+                let _ = tx.send(None).await;
+                failed = Some(e);
+                break;
+            }
+        }
+    }
+    drop(tx);
+    let written = writer.await.context("the result writer stopped")?;
+    match (failed, written?) {
+        (Some(e), _) => Err(e.into()),
+        (None, Some(written)) => Ok(written),
+        (None, None) => unreachable!("the writer stops early only when told the query failed"),
+    }
+}

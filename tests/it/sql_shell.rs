@@ -1,0 +1,179 @@
+//! `turnlake sql` as people from DuckDB's shell and datafusion-cli use it:
+//! `-c`, several `-f`, SQL on standard input, every result in order,
+//! information_schema, the row cap and the per-statement timing.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::Stdio;
+
+use crate::common::*;
+
+/// A small lake: the two mini-swe-agent fixture runs.
+fn lake(dir: &Path) -> std::path::PathBuf {
+    let lake = dir.join("lake");
+    let mswea = fixtures().join("mswea");
+    ok(run(&lake, &["ingest", "mswea", mswea.to_str().unwrap()]));
+    lake
+}
+
+#[test]
+fn every_statement_of_every_source_prints_in_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lake = lake(tmp.path());
+    let a = tmp.path().join("a.sql");
+    let b = tmp.path().join("b.sql");
+    // A `;` inside a string literal or a comment does not end a statement.
+    std::fs::write(
+        &a,
+        "CREATE VIEW v AS SELECT 'x;y' AS s; -- a; comment\nSELECT s FROM v;\n",
+    )
+    .unwrap();
+    std::fs::write(&b, "SELECT 'b' AS f;").unwrap();
+    let o = ok(run(
+        &lake,
+        &[
+            "sql",
+            "--format",
+            "csv",
+            "-f",
+            a.to_str().unwrap(),
+            "-f",
+            b.to_str().unwrap(),
+            "-c",
+            "SELECT 1 AS c1",
+            "-c",
+            "SELECT 2 AS c2; SELECT s || '!' AS q FROM v",
+            "SELECT count(*) AS trajectories FROM trajectories",
+        ],
+    ));
+    assert_eq!(
+        stdout(&o),
+        "s\nx;y\nf\nb\nc1\n1\nc2\n2\nq\nx;y!\ntrajectories\n2\n"
+    );
+}
+
+#[test]
+fn sql_on_standard_input_runs_when_no_query_is_given() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lake = lake(tmp.path());
+    let mut child = bin()
+        .arg("--lake")
+        .arg(&lake)
+        .args(["sql", "--format", "ndjson"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"SELECT 'semi;colon' AS s;\nSELECT 2 AS n\n")
+        .unwrap();
+    let o = ok(child.wait_with_output().unwrap());
+    assert_eq!(stdout(&o), "{\"s\":\"semi;colon\"}\n{\"n\":2}\n");
+    // Nothing on standard input is an error that says what to give.
+    let o = run(&lake, &["sql"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("no SQL statement in standard input"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn information_schema_answers_show_tables_and_describe() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lake = lake(tmp.path());
+    let tables = sql(&lake, "SHOW TABLES");
+    assert!(
+        tables.iter().any(|r| r[1] == "public" && r[2] == "turns"),
+        "{tables:?}"
+    );
+    let columns = sql(&lake, "SHOW COLUMNS FROM turns");
+    assert!(
+        columns.iter().any(|r| r.contains(&"cmd_kind".to_string())),
+        "{columns:?}"
+    );
+    let described = sql(&lake, "DESCRIBE turns");
+    assert_eq!(described.len(), columns.len());
+}
+
+#[test]
+fn the_table_format_caps_its_rows_and_says_how_many_it_left_out() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lake = lake(tmp.path());
+    let q = "SELECT value FROM range(100) ORDER BY value";
+    let shown = |o: &std::process::Output| {
+        stdout(o)
+            .lines()
+            .filter(|l| l.starts_with("| ") && !l.contains("value"))
+            .count()
+    };
+    let o = ok(run(&lake, &["sql", q]));
+    assert_eq!(shown(&o), 40, "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("100 rows, 60 not shown"),
+        "{}",
+        stdout(&o)
+    );
+    let o = ok(run(&lake, &["sql", q, "--maxrows", "0"]));
+    assert_eq!(shown(&o), 100);
+    assert!(!stdout(&o).contains("not shown"));
+    // The cap is the terminal table's: csv gives every row.
+    assert_eq!(sql(&lake, q).len(), 100);
+}
+
+#[test]
+fn timing_explain_and_out_take_the_last_result() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lake = lake(tmp.path());
+    let o = ok(run(
+        &lake,
+        &[
+            "sql",
+            "--timing",
+            "-c",
+            "SELECT 1 AS a; CREATE VIEW w AS SELECT 1 AS b",
+        ],
+    ));
+    let err = stderr(&o);
+    assert!(
+        err.contains("1 rows in ") && err.contains("done in "),
+        "{err}"
+    );
+    let plan = stdout(&ok(run(
+        &lake,
+        &["sql", "EXPLAIN SELECT count(*) FROM turns"],
+    )));
+    assert!(
+        plan.contains("logical_plan") && plan.contains("physical_plan"),
+        "{plan}"
+    );
+    let analyzed = stdout(&ok(run(
+        &lake,
+        &["sql", "EXPLAIN ANALYZE SELECT count(*) FROM turns"],
+    )));
+    assert!(analyzed.contains("output_rows"), "{analyzed}");
+    let out = tmp.path().join("last.csv");
+    let o = ok(run(
+        &lake,
+        &[
+            "sql",
+            "--format",
+            "csv",
+            "--out",
+            out.to_str().unwrap(),
+            "-c",
+            "SELECT 1 AS first",
+            "-c",
+            "SELECT traj_id FROM trajectories ORDER BY 1",
+        ],
+    ));
+    assert_eq!(stdout(&o), "");
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(text.lines().count(), 3, "{text}");
+    assert!(text.starts_with("traj_id\n"), "{text}");
+}
