@@ -1,6 +1,7 @@
 //! A DataFusion session over the lake: every table under its name (opened
 //! when a query names it, see `lake_schema`), and every turnlake UDF.
 
+pub mod access;
 mod bool_cast;
 mod budget;
 #[cfg(feature = "cluster")]
@@ -12,6 +13,7 @@ pub mod remote;
 pub mod scratch;
 mod sorted;
 
+pub use access::Access;
 pub use lake_schema::Strings;
 pub use sorted::register_sorted;
 
@@ -43,6 +45,12 @@ pub enum EngineError {
         table: String,
         #[source]
         source: Box<datafusion::error::DataFusionError>,
+    },
+    #[error("{context}")]
+    Refused {
+        context: String,
+        #[source]
+        source: access::Refused,
     },
     #[error("{context}")]
     Query {
@@ -293,20 +301,22 @@ pub async fn run_sql(
     sql: &str,
     context: &str,
 ) -> Result<Vec<RecordBatch>, EngineError> {
-    match statement(ctx, sql, context).await? {
+    match statement(ctx, sql, context, Access::Writes).await? {
         Some(frame) => frame.collect().await.map_err(EngineError::query(context)),
         None => Ok(Vec::new()),
     }
 }
 
-/// Run one SQL statement, its result as a [`stream`] (a statement that
-/// returns no rows, as DDL, gives an empty one); `context` names it in errors.
+/// Run one SQL statement under `access`, its result as a [`stream`] (a
+/// statement that returns no rows, as DDL, gives an empty one); `context`
+/// names it in errors.
 pub async fn stream_statement(
     ctx: &SessionContext,
     sql: &str,
     context: &str,
+    access: Access,
 ) -> Result<SendableRecordBatchStream, EngineError> {
-    match statement(ctx, sql, context).await? {
+    match statement(ctx, sql, context, access).await? {
         Some(frame) => stream(frame, context).await,
         None => Ok(Box::pin(RecordBatchStreamAdapter::new(
             Arc::new(arrow::datatypes::Schema::empty()),
@@ -321,9 +331,14 @@ async fn statement(
     ctx: &SessionContext,
     sql: &str,
     context: &str,
+    access: Access,
 ) -> Result<Option<DataFrame>, EngineError> {
     let err = EngineError::query(context);
     let plan = ctx.state().create_logical_plan(sql).await.map_err(&err)?;
+    access::check(&plan, access).map_err(|source| EngineError::Refused {
+        context: context.to_string(),
+        source,
+    })?;
     if let LogicalPlan::Ddl(DdlStatement::CreateMemoryTable(table)) = &plan {
         let plain = table.constraints.is_empty() && table.column_defaults.is_empty();
         if plain && !table.if_not_exists && !table.temporary {

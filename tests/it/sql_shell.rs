@@ -177,3 +177,84 @@ fn timing_explain_and_out_take_the_last_result() {
     assert_eq!(text.lines().count(), 3, "{text}");
     assert!(text.starts_with("traj_id\n"), "{text}");
 }
+
+#[test]
+fn writes_are_refused_unless_allowed_and_never_reach_the_lake() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lake = lake(tmp.path());
+    let copied = tmp.path().join("copied.csv");
+    let copy = format!(
+        "COPY (SELECT 1 AS n) TO '{}' STORED AS CSV",
+        copied.display()
+    );
+    let session =
+        "CREATE TABLE t AS SELECT 1 AS n; INSERT INTO t VALUES (2); SELECT count(*) AS n FROM t";
+
+    // Read-only by default: the error names the statement and the flag.
+    for sql in [copy.as_str(), session] {
+        let o = run(&lake, &["sql", "--format", "csv", sql]);
+        assert!(!o.status.success(), "{sql} ran read-only");
+        let err = stderr(&o);
+        assert!(
+            err.contains("read-only") && err.contains("--allow-writes"),
+            "{err}"
+        );
+    }
+    assert!(!copied.exists());
+
+    // Session DDL needs no flag.
+    let o = ok(run(
+        &lake,
+        &[
+            "sql",
+            "--format",
+            "csv",
+            "CREATE VIEW v AS SELECT 3 AS n; SELECT n FROM v",
+        ],
+    ));
+    assert_eq!(stdout(&o), "n\n3\n");
+
+    // --allow-writes: session tables and COPY are written ...
+    let o = ok(run(
+        &lake,
+        &["sql", "--allow-writes", "--format", "csv", session],
+    ));
+    assert!(stdout(&o).ends_with("n\n2\n"), "{}", stdout(&o));
+    ok(run(&lake, &["sql", "--allow-writes", &copy]));
+    assert_eq!(std::fs::read_to_string(&copied).unwrap(), "n\n1\n");
+
+    // ... but a lake table never is.
+    let before = stdout(&ok(run(
+        &lake,
+        &[
+            "sql",
+            "--format",
+            "csv",
+            "SELECT count(*) AS n FROM trajectories",
+        ],
+    )));
+    let o = run(
+        &lake,
+        &[
+            "sql",
+            "--allow-writes",
+            "INSERT INTO trajectories SELECT * FROM trajectories",
+        ],
+    );
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("trajectories is a lake table"),
+        "{}",
+        stderr(&o)
+    );
+    let after = stdout(&ok(run(
+        &lake,
+        &[
+            "sql",
+            "--format",
+            "csv",
+            "SELECT count(*) AS n FROM trajectories",
+        ],
+    )));
+    assert_eq!(before, after);
+}

@@ -1,9 +1,3 @@
-//! `turnlake sql "SELECT …" | -f FILE [--config TOML] ["SELECT …"] [--format F] [--out PATH]`
-//!
-//! A pipeline step's SQL file runs on its own: `-f sql/credit.sql --config
-//! data/credit.toml "SELECT …"` registers the step's parameters as the step
-//! does, creates its views (writing no table) and answers the query over them.
-
 //! `turnlake sql [-f FILE]… [-c SQL]… ["SQL"] [--format F] [--out PATH]`
 //!
 //! Runs the statements of every `-f` file, then every `-c`, then the query
@@ -54,6 +48,10 @@ pub struct SqlArgs {
     /// (the default when it is a terminal).
     #[arg(long)]
     pub timing: bool,
+    /// Run statements that write (INSERT, UPDATE, DELETE into session
+    /// tables, COPY … TO); the lake's own tables are never written.
+    #[arg(long)]
+    pub allow_writes: bool,
 }
 
 /// What a pipeline step's SQL file needs registered before it runs, as its
@@ -139,6 +137,10 @@ pub async fn run(lake: &LakeArg, args: SqlArgs) -> anyhow::Result<ExitCode> {
         format: args.format.into(),
         maxrows: (args.maxrows > 0).then_some(args.maxrows),
         timing: args.timing || std::io::stderr().is_terminal(),
+        access: match args.allow_writes {
+            true => engine::Access::Writes,
+            false => engine::Access::ReadOnly,
+        },
     };
     // With --out, only the last statement's result is written (to the file).
     let (before, last_out) = match &args.out {

@@ -32,6 +32,8 @@ pub struct Runner {
     pub maxrows: Option<usize>,
     /// Say each statement's row count and elapsed time on standard error.
     pub timing: bool,
+    /// Whether statements may write (see [`engine::access`]).
+    pub access: engine::Access,
 }
 
 impl Runner {
@@ -44,7 +46,7 @@ impl Runner {
         out: Output<'_>,
     ) -> anyhow::Result<Written> {
         let started = Instant::now();
-        let rows = engine::stream_statement(&self.ctx, sql, context).await?;
+        let rows = engine::stream_statement(&self.ctx, sql, context, self.access).await?;
         let has_columns = !rows.schema().fields().is_empty();
         let written = match out {
             Output::File(path) => {
