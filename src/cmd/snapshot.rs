@@ -1,8 +1,11 @@
-//! `turnlake snapshot create NAME [--note TEXT] | list | show NAME | diff A B`:
-//! named lake commits, what they hold, and what changed between two of them.
+//! `turnlake snapshot create NAME [--note TEXT] | list | show NAME|--latest [--json] | diff A B`:
+//! named lake commits, what they hold (as files other engines read), and
+//! what changed between two of them.
 
+use anyhow::Context;
 use clap::Subcommand;
 use comfy_table::Table;
+use serde::Serialize;
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 
@@ -22,8 +25,18 @@ pub enum SnapshotCommand {
     /// Every snapshot with its lake commit.
     List,
     /// Tables, versions and row counts at a snapshot (or lake version), and the
-    /// command and parameters that last wrote each table.
-    Show { at: String },
+    /// command and parameters that last wrote each table; with --json, each
+    /// table's path, Delta version and data files, for other engines.
+    Show {
+        /// A snapshot name or lake version.
+        #[arg(required_unless_present = "latest", conflicts_with = "latest")]
+        at: Option<String>,
+        /// The latest lake commit (what turnlake reads now).
+        #[arg(long)]
+        latest: bool,
+        #[arg(long)]
+        json: bool,
+    },
     /// Per table: versions and row counts at A and B; per step: whether its
     /// parameters or SQL changed.
     Diff { a: String, b: String },
@@ -68,6 +81,36 @@ async fn state(root: &str, at: &str) -> anyhow::Result<(LakeCommit, BTreeMap<Str
         );
     }
     Ok((commit, out))
+}
+
+/// A lake commit as other engines read it (`snapshot show --json`).
+#[derive(Serialize)]
+struct CommitFiles {
+    lake: String,
+    lake_commit: u64,
+    timestamp: String,
+    command: String,
+    tables: BTreeMap<String, TableFiles>,
+}
+
+/// One table at a lake commit: open `path` at Delta `version`, or read `files`.
+#[derive(Serialize)]
+struct TableFiles {
+    path: String,
+    version: u64,
+    rows: i64,
+    files: Vec<String>,
+}
+
+/// The lake commit `at` names, or the latest one.
+async fn resolve(root: &str, at: Option<String>) -> anyhow::Result<String> {
+    if let Some(at) = at {
+        return Ok(at);
+    }
+    let lake = Lake::open(root)?;
+    let latest = lake.log()?.latest().await?;
+    let latest = latest.with_context(|| format!("{root}: the lake has no lake commit yet"))?;
+    Ok(latest.version.to_string())
 }
 
 /// The parameters and SQL hash a step recorded, without its input versions
@@ -116,8 +159,35 @@ pub async fn run(lake: &LakeArg, cmd: SnapshotCommand) -> anyhow::Result<ExitCod
             }
             println!("{t}");
         }
-        SnapshotCommand::Show { at } => {
+        SnapshotCommand::Show {
+            at,
+            latest: _,
+            json,
+        } => {
+            let at = resolve(&lake.root, at).await?;
             let (commit, tables) = state(&lake.root, &at).await?;
+            if json {
+                let opened = Lake::open(&lake.root)?;
+                let mut files = BTreeMap::new();
+                for (name, s) in tables {
+                    let table = TableFiles {
+                        path: opened.table_location(&name),
+                        version: s.version,
+                        rows: s.rows,
+                        files: opened.data_files(&name, s.version).await?,
+                    };
+                    files.insert(name, table);
+                }
+                let shown = CommitFiles {
+                    lake: opened.root().to_string(),
+                    lake_commit: commit.version,
+                    timestamp: commit.timestamp,
+                    command: commit.command,
+                    tables: files,
+                };
+                println!("{}", serde_json::to_string_pretty(&shown)?);
+                return Ok(ExitCode::SUCCESS);
+            }
             println!(
                 "lake commit {} ({}, {}, turnlake {})",
                 commit.version, commit.timestamp, commit.command, commit.turnlake

@@ -373,6 +373,47 @@ impl Lake {
         Ok(t)
     }
 
+    /// Where table `name` lives, as other engines open it: a path for a
+    /// local lake, a URL otherwise.
+    pub fn table_location(&self, name: &str) -> String {
+        match self.local_dir(name) {
+            // Collected from its components: without the URL's trailing `/`.
+            Some(dir) => dir
+                .components()
+                .collect::<std::path::PathBuf>()
+                .display()
+                .to_string(),
+            None => self.table_url(name).to_string(),
+        }
+    }
+
+    /// The data files of `name` at `version`, each as [`Self::table_location`]
+    /// gives its table, sorted: what an engine that reads Parquet (not the
+    /// Delta log) reads to see exactly that version.
+    pub async fn data_files(&self, name: &str, version: u64) -> LakeResult<Vec<String>> {
+        let table = self.table_at(name, version).await?;
+        let snapshot = table
+            .snapshot()
+            .map_err(|source| LakeError::delta(name, source))?;
+        let mut files: Vec<String> = snapshot
+            .log_data()
+            .iter()
+            .map(|f| {
+                let rel = f.object_store_path();
+                match self.local_dir(name) {
+                    Some(dir) => rel
+                        .parts()
+                        .fold(dir, |d, p| d.join(p.as_ref()))
+                        .display()
+                        .to_string(),
+                    None => format!("{}{rel}", self.table_url(name)),
+                }
+            })
+            .collect();
+        files.sort();
+        Ok(files)
+    }
+
     /// The size of every file under a table's folder, by its path relative to the table.
     async fn file_sizes(&self, name: &str) -> LakeResult<BTreeMap<String, u64>> {
         use futures::TryStreamExt;

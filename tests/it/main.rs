@@ -15,6 +15,7 @@ mod ingest;
 mod lake;
 mod loopback_http;
 mod mswea;
+mod other_engines;
 mod real_samples;
 mod s3;
 #[cfg(feature = "scorer")]
