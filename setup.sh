@@ -3,6 +3,7 @@
 # the build and the tests need beyond cargo's own dependencies, and does
 # nothing when it is already there.
 #
+#   tmux            the Debian package the sql shell's tests drive it with
 #   cmake, libclang-dev   Debian packages xgboost-rs-sys needs to build the
 #                   bundled XGBoost and generate its bindings (the scorer)
 #   s3s-fs 0.14.1   a local S3-compatible server the S3 tests start on
@@ -31,7 +32,8 @@ S3S_FS_VERSION=0.14.1
 TORCH_VERSION=2.13.0
 FEATURES="${TURNLAKE_FEATURES-train,scorer,cluster}"
 wants() { [[ ",${FEATURES// /,}," == *",$1,"* || ",${FEATURES// /,}," == *",default,"* ]]; }
-DEBIAN_PACKAGES=()
+# tmux: the tests drive the sql shell through its pseudo-terminal.
+DEBIAN_PACKAGES=(tmux)
 if wants scorer; then DEBIAN_PACKAGES+=(cmake libclang-dev g++); fi
 
 missing=()

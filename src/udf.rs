@@ -73,6 +73,8 @@ pub struct Udf {
     returns: DataType,
     kernel: Kernel,
     signature: Signature,
+    /// Its call and one line on what it gives (`\df` in the shell).
+    doc: Option<datafusion::logical_expr::Documentation>,
 }
 
 impl PartialEq for Udf {
@@ -107,6 +109,7 @@ impl Udf {
             returns,
             kernel: Kernel::Text(kernel),
             signature,
+            doc: None,
         }
     }
 
@@ -126,6 +129,7 @@ impl Udf {
             returns,
             kernel: Kernel::Typed(kernel),
             signature,
+            doc: None,
         }
     }
 }
@@ -133,6 +137,9 @@ impl Udf {
 impl ScalarUDFImpl for Udf {
     fn name(&self) -> &str {
         self.name
+    }
+    fn documentation(&self) -> Option<&datafusion::logical_expr::Documentation> {
+        self.doc.as_ref()
     }
     fn signature(&self) -> &Signature {
         &self.signature
@@ -521,6 +528,131 @@ fn selection_udfs() -> Vec<Udf> {
     ]
 }
 
+/// Each UDF's call and what it gives, in one line.
+const DOCS: &[(&str, &str, &str)] = &[
+    (
+        "bash_command",
+        "bash_command(text [, reasoning])",
+        "the first bash action of an assistant message (its reasoning when the text is blank)",
+    ),
+    (
+        "n_bash_blocks",
+        "n_bash_blocks(text [, reasoning])",
+        "how many bash blocks an assistant message holds",
+    ),
+    (
+        "cmd_kind",
+        "cmd_kind(command [, marker [, submit_signal]])",
+        "the command's kind: read, edit, test, run, search, submit, ...",
+    ),
+    (
+        "cmd_head",
+        "cmd_head(command)",
+        "the program a command runs first",
+    ),
+    (
+        "is_submit",
+        "is_submit(command [, marker])",
+        "whether the command prints the submit marker",
+    ),
+    (
+        "submit_signal",
+        "submit_signal(command, next_observation, exit_status_after, marker)",
+        "which signal says a turn submits: command, observation or exit (null: none)",
+    ),
+    (
+        "think_unclosed",
+        "think_unclosed(text)",
+        "whether a <think> block is left open",
+    ),
+    (
+        "fields_sha",
+        "fields_sha(reasoning, tool_calls, tool_call_id)",
+        "the stored digest of a message's fields beyond its content",
+    ),
+    (
+        "content_intact",
+        "content_intact(content, content_sha, reasoning, tool_calls, tool_call_id, fields_sha)",
+        "whether a message still matches the digests ingest stored",
+    ),
+    (
+        "cited_outputs",
+        "cited_outputs(text)",
+        "the CANDIDATE OUTPUT numbers a judge's text cites",
+    ),
+    (
+        "normalize_command",
+        "normalize_command(command)",
+        "the command as loop detection compares it",
+    ),
+    (
+        "obs_format",
+        "obs_format(text)",
+        "the observation's format (how its return code is written)",
+    ),
+    (
+        "obs_failed",
+        "obs_failed(text [, obs_format])",
+        "whether the observation says the command failed (null: unknown)",
+    ),
+    ("word_count", "word_count(text)", "words in a text"),
+    (
+        "prose_word_count",
+        "prose_word_count(text)",
+        "words outside code blocks",
+    ),
+    (
+        "economy_measure",
+        "economy_measure(question)",
+        "what an economy checklist question limits (null: not one)",
+    ),
+    (
+        "economy_limit",
+        "economy_limit(question)",
+        "the limit an economy checklist question sets",
+    ),
+    (
+        "question_kinds",
+        "question_kinds(question)",
+        "the command kinds a checklist question is about",
+    ),
+    (
+        "question_targets",
+        "question_targets(question)",
+        "the files, symbols and commands a checklist question quotes",
+    ),
+    (
+        "dup_cmd_ratio",
+        "dup_cmd_ratio(commands)",
+        "the share of a run's commands that repeat an earlier one",
+    ),
+    (
+        "max_cmd_run",
+        "max_cmd_run(commands)",
+        "the longest run of one command repeated back to back",
+    ),
+    (
+        "format_gate",
+        "format_gate(n_bash_blocks, think_unclosed, repeats [, format_error])",
+        "why the quality gate demotes a train turn (null: it trains)",
+    ),
+    (
+        "is_recovery",
+        "is_recovery(prev_failed, credit)",
+        "whether a turn earned credit right after a failed observation",
+    ),
+    (
+        "hash_part",
+        "hash_part(text, parts)",
+        "the part (0..parts) a text hashes to, the same on every machine",
+    ),
+    (
+        "hash_key",
+        "hash_key(text)",
+        "a 64-bit hash of a text, the same on every machine",
+    ),
+];
+
 /// Every turnlake UDF.
 pub fn all() -> Vec<ScalarUDF> {
     let list = DataType::List(Arc::new(Field::new("item", DataType::Int32, true)));
@@ -558,7 +690,20 @@ pub fn all() -> Vec<ScalarUDF> {
     ]
     .into_iter()
     .chain(selection_udfs())
-    .map(ScalarUDF::from)
+    .map(|mut udf| {
+        let section = datafusion::logical_expr::DocSection {
+            include: true,
+            label: "turnlake",
+            description: None,
+        };
+        udf.doc = DOCS
+            .iter()
+            .find(|(name, ..)| *name == udf.name)
+            .map(|(_, call, what)| {
+                datafusion::logical_expr::Documentation::builder(section, *what, *call).build()
+            });
+        ScalarUDF::from(udf)
+    })
     .collect()
 }
 
@@ -571,6 +716,19 @@ pub fn register_all(ctx: &SessionContext) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_udf_says_what_it_gives() {
+        let names: Vec<String> = all().iter().map(|u| u.name().to_string()).collect();
+        for udf in all() {
+            let doc = udf.documentation();
+            assert!(doc.is_some(), "{} has no line in DOCS", udf.name());
+            assert!(doc.unwrap().syntax_example.starts_with(udf.name()));
+        }
+        for (name, ..) in DOCS {
+            assert!(names.iter().any(|n| n == name), "DOCS names {name}, no UDF");
+        }
+    }
 
     #[tokio::test]
     async fn udfs_answer_in_sql() {

@@ -11,6 +11,8 @@ use super::LakeError;
 struct SchemaFile {
     table: String,
     #[serde(default)]
+    doc: String,
+    #[serde(default)]
     partition_by: Vec<String>,
     fields: Vec<FieldSpec>,
 }
@@ -21,6 +23,8 @@ struct FieldSpec {
     #[serde(rename = "type")]
     ty: String,
     nullable: bool,
+    #[serde(default)]
+    doc: String,
 }
 
 /// A table's name, Arrow schema and partition columns.
@@ -29,6 +33,10 @@ pub struct TableSchema {
     pub name: String,
     pub schema: SchemaRef,
     pub partition_by: Vec<String>,
+    /// What a row is, from the file's `doc`.
+    pub doc: String,
+    /// What each column means, by name, where the file says.
+    pub column_docs: std::collections::BTreeMap<String, String>,
 }
 
 const FILES: &[(&str, &str)] = &[
@@ -113,6 +121,13 @@ fn parse(text: &str) -> Result<TableSchema, String> {
         name: file.table,
         schema: Arc::new(Schema::new(fields)),
         partition_by: file.partition_by,
+        doc: file.doc,
+        column_docs: file
+            .fields
+            .into_iter()
+            .filter(|f| !f.doc.is_empty())
+            .map(|f| (f.name, f.doc))
+            .collect(),
     })
 }
 

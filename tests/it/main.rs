@@ -22,6 +22,7 @@ mod s3;
 mod scorer;
 mod select;
 mod sinks;
+mod sql_repl;
 mod sql_shell;
 mod streaming;
 mod synth;

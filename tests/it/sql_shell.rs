@@ -141,7 +141,7 @@ fn timing_explain_and_out_take_the_last_result() {
     ));
     let err = stderr(&o);
     assert!(
-        err.contains("1 rows in ") && err.contains("done in "),
+        err.contains("1 row in ") && err.contains("done in "),
         "{err}"
     );
     let plan = stdout(&ok(run(

@@ -2,11 +2,13 @@
 //!
 //! Runs the statements of every `-f` file, then every `-c`, then the query
 //! (or, with none of these, what standard input holds), and prints each
-//! statement's result in order. A pipeline step's SQL file runs on its own:
+//! statement's result in order. With none of these on a terminal, it opens
+//! the interactive shell (`repl`). A pipeline step's SQL file runs on its own:
 //! `-f sql/credit.sql --config data/credit.toml "SELECT …"` registers the
 //! step's parameters as the step does, creates its views (writing no table)
 //! and answers the query over them.
 
+mod repl;
 mod runner;
 
 use anyhow::{bail, Context};
@@ -105,10 +107,8 @@ pub async fn run(lake: &LakeArg, args: SqlArgs) -> anyhow::Result<ExitCode> {
     if let Some(q) = &args.query {
         scripts.push(("query".to_string(), q.clone()));
     }
-    if scripts.is_empty() {
-        if std::io::stdin().is_terminal() {
-            bail!("give SQL: a query, -c SQL or -f FILE, or statements on standard input");
-        }
+    let interactive = scripts.is_empty() && std::io::stdin().is_terminal();
+    if scripts.is_empty() && !interactive {
         let mut text = String::new();
         std::io::stdin()
             .read_to_string(&mut text)
@@ -119,9 +119,9 @@ pub async fn run(lake: &LakeArg, args: SqlArgs) -> anyhow::Result<ExitCode> {
     for (origin, text) in &scripts {
         stmts.extend(runner::split(text, origin)?);
     }
-    let Some((last_context, last)) = stmts.pop() else {
+    if !interactive && stmts.is_empty() {
         bail!("no SQL statement in {}", scripts[0].0);
-    };
+    }
 
     let lake = lake.open().await?;
     let ctx = engine::session(&lake).await?;
@@ -142,6 +142,11 @@ pub async fn run(lake: &LakeArg, args: SqlArgs) -> anyhow::Result<ExitCode> {
             false => engine::Access::ReadOnly,
         },
     };
+    if interactive {
+        repl::run(runner).await?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let (last_context, last) = stmts.pop().expect("checked above");
     // With --out, only the last statement's result is written (to the file).
     let (before, last_out) = match &args.out {
         Some(path) => (Output::Discard, Output::File(path)),

@@ -69,7 +69,13 @@ impl Runner {
         if self.timing {
             let secs = started.elapsed().as_secs_f64();
             match has_columns {
-                true => eprintln!("{} rows in {secs:.3} s", written.rows),
+                true => {
+                    let rows = match written.rows {
+                        1 => "1 row".to_string(),
+                        n => format!("{n} rows"),
+                    };
+                    eprintln!("{rows} in {secs:.3} s")
+                }
                 false => eprintln!("done in {secs:.3} s"),
             }
         }
@@ -115,36 +121,24 @@ async fn write_stream(
     let (tx, mut rx) = tokio::sync::mpsc::channel(2);
     let writer = tokio::task::spawn_blocking(move || {
         let mut w = ResultWriter::new(sink, format, &schema, cap)?;
-        // `None`: the query failed, and a partial result is not drawn.
+        // `None` ends the result. A channel closed before it means the query
+        // failed or was cancelled, and a partial result is not drawn.
         while let Some(batch) = rx.blocking_recv() {
             match batch {
                 Some(batch) => w.write(&batch)?,
-                None => return Ok(None),
+                None => return w.finish().map(Some),
             }
         }
-        w.finish().map(Some)
+        Ok(None)
     });
-    let mut failed = None;
     while let Some(batch) = rows.next().await {
-        match batch {
-            Ok(batch) => {
-                // A closed channel: the writer failed, and says why below.
-                if tx.send(Some(batch)).await.is_err() {
-                    break;
-                }
-            }
-            Err(e) => {
-                let _ = tx.send(None).await;
-                failed = Some(e);
-                break;
-            }
+        // A closed channel: the writer failed, and says why below.
+        if tx.send(Some(batch?)).await.is_err() {
+            break;
         }
     }
+    let _ = tx.send(None).await;
     drop(tx);
     let written = writer.await.context("the result writer stopped")?;
-    match (failed, written?) {
-        (Some(e), _) => Err(e.into()),
-        (None, Some(written)) => Ok(written),
-        (None, None) => unreachable!("the writer stops early only when told the query failed"),
-    }
+    Ok(written?.expect("the writer was told the result ended"))
 }
