@@ -166,7 +166,10 @@ impl<W: Write + Send> ResultWriter<W> {
             Format::Json => Sink::Json(arrow::json::ArrayWriter::new(w)),
             Format::Ndjson => Sink::Ndjson(arrow::json::LineDelimitedWriter::new(w)),
             Format::Parquet => {
-                let pw = parquet::arrow::ArrowWriter::try_new(w, schema, None);
+                // The lake's own settings: zstd, and row groups of bounded
+                // bytes, so a long result is not held whole in the writer.
+                let props = crate::lake::writer_properties();
+                let pw = parquet::arrow::ArrowWriter::try_new(w, schema, Some(props));
                 Sink::Parquet(pw?)
             }
         };

@@ -176,6 +176,22 @@ fn timing_explain_and_out_take_the_last_result() {
     let text = std::fs::read_to_string(&out).unwrap();
     assert_eq!(text.lines().count(), 3, "{text}");
     assert!(text.starts_with("traj_id\n"), "{text}");
+
+    // Without --format, --out's extension names the format.
+    let out = tmp.path().join("turns.parquet");
+    ok(run(
+        &lake,
+        &["sql", "--out", out.to_str().unwrap(), "SELECT * FROM turns"],
+    ));
+    let file = std::fs::File::open(&out).unwrap();
+    let reader = parquet::file::reader::SerializedFileReader::new(file).unwrap();
+    let rows = parquet::file::reader::FileReader::metadata(&reader)
+        .file_metadata()
+        .num_rows();
+    assert_eq!(
+        rows.to_string(),
+        scalar(&lake, "SELECT count(*) FROM turns")
+    );
 }
 
 #[test]

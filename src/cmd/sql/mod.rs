@@ -37,8 +37,10 @@ pub struct SqlArgs {
     /// (sql/credit.sql, sql/select.sql, sql/mix.sql; default: the embedded one).
     #[arg(long, requires = "files")]
     pub config: Option<PathBuf>,
-    #[arg(long, value_enum, default_value = "table")]
-    pub format: FormatArg,
+    /// The result's format (default: from --out's extension, .csv, .json,
+    /// .ndjson/.jsonl or .parquet; else a table).
+    #[arg(long, value_enum)]
+    pub format: Option<FormatArg>,
     /// Write the last statement's result here, streamed (the statements
     /// before it run, printing nothing); required for parquet.
     #[arg(long)]
@@ -92,7 +94,10 @@ async fn register_step(
 }
 
 pub async fn run(lake: &LakeArg, args: SqlArgs) -> anyhow::Result<ExitCode> {
-    if args.format == FormatArg::Parquet && args.out.is_none() {
+    let format = args
+        .format
+        .unwrap_or_else(|| format_of(args.out.as_deref()));
+    if format == FormatArg::Parquet && args.out.is_none() {
         bail!("--format parquet needs --out PATH");
     }
     let mut scripts = Vec::new();
@@ -134,7 +139,7 @@ pub async fn run(lake: &LakeArg, args: SqlArgs) -> anyhow::Result<ExitCode> {
     .await?;
     let runner = Runner {
         ctx,
-        format: args.format.into(),
+        format: format.into(),
         maxrows: (args.maxrows > 0).then_some(args.maxrows),
         timing: args.timing || std::io::stderr().is_terminal(),
         access: match args.allow_writes {
@@ -187,6 +192,21 @@ async fn register_steps(
         scratch.extend(register_step(ctx, f, config, on_cluster).await?);
     }
     Ok(scratch)
+}
+
+/// The format `out`'s extension names; a table when it names none.
+fn format_of(out: Option<&std::path::Path>) -> FormatArg {
+    let extension = out
+        .and_then(|p| p.extension())
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    match extension.as_deref() {
+        Some("csv") => FormatArg::Csv,
+        Some("json") => FormatArg::Json,
+        Some("ndjson" | "jsonl") => FormatArg::Ndjson,
+        Some("parquet") => FormatArg::Parquet,
+        _ => FormatArg::Table,
+    }
 }
 
 /// Output formats for tables of results.
