@@ -48,12 +48,14 @@ impl Runner {
         let started = Instant::now();
         let rows = engine::stream_statement(&self.ctx, sql, context, self.access).await?;
         let has_columns = !rows.schema().fields().is_empty();
+        // A table is drawn whole at its end: it keeps only the rows it shows.
+        let cap = self.maxrows.filter(|_| self.format == Format::Table);
         let written = match out {
             Output::File(path) => {
                 let file = std::fs::File::create(path)
                     .with_context(|| format!("creating {}", path.display()))?;
                 let sink = Box::new(std::io::BufWriter::new(file));
-                let written = write_stream(rows, sink, self.format, None).await;
+                let written = write_stream(rows, sink, self.format, cap).await;
                 if written.is_err() {
                     let _ = std::fs::remove_file(path);
                 }
@@ -61,7 +63,6 @@ impl Runner {
             }
             Output::Stdout if has_columns => {
                 let sink = Box::new(std::io::BufWriter::new(std::io::stdout()));
-                let cap = self.maxrows.filter(|_| self.format == Format::Table);
                 write_stream(rows, sink, self.format, cap).await?
             }
             Output::Stdout | Output::Discard => drain(rows).await?,
