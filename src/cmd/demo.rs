@@ -178,12 +178,9 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     }
 
     println!("\n== validate: every train turn through the shipped tokenizer and ChatML");
-    let validated = crate::job::validate::validate_table(
-        &lake,
-        &crate::job::validate::ValidateOptions::defaults(32768),
-    )
-    .await?;
-    super::validate::print_report(&validated.report);
+    let options = crate::job::validate::ValidateOptions::defaults(32768);
+    let validated = crate::job::validate::validate_table(&lake, &options).await?;
+    super::validate::print_report(&validated.report, &crate::job::validate::describe(&options));
 
     println!("\n== export sft");
     let out = dir.join("sft_mix.jsonl");

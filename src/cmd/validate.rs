@@ -1,4 +1,4 @@
-//! `turnlake validate [--table T] [--tokenizer F | --tiktoken F] [--template F] [--limit N] [--over-limit keep|drop]`
+//! `turnlake validate [--table T] [--model DIR [--preserve-thinking] | --tokenizer F | --tiktoken F] [--template F] [--limit N] [--over-limit keep|drop]`
 
 use anyhow::bail;
 use clap::Args;
@@ -30,6 +30,15 @@ pub struct ValidateArgs {
     /// Chat template TOML (default: data/chatml.toml).
     #[arg(long)]
     pub template: Option<PathBuf>,
+    /// A Hugging Face model folder (tokenizer.json or a *.tiktoken
+    /// vocabulary, tokenizer_config.json, chat_template.jinja): the model's
+    /// own tokenizer and chat template.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["tokenizer", "tiktoken", "template"])]
+    pub model: Option<PathBuf>,
+    /// With --model: render every assistant turn's reasoning, not only the
+    /// turns after the last user message (the template's preserve_thinking).
+    #[arg(long, requires = "model")]
+    pub preserve_thinking: bool,
     /// Sequence length limit in tokens.
     #[arg(long, default_value_t = 32768)]
     pub limit: usize,
@@ -45,7 +54,7 @@ pub struct ValidateArgs {
 }
 
 /// The reference's credit-set token figures beside the lake's.
-pub fn reproduction(r: &ValidationReport) -> Reproduction {
+pub fn reproduction(r: &ValidationReport, tokenizer: &str) -> Reproduction {
     let mut t = Reproduction::new("Reproduction: validation (turnlake validate)");
     let credit = r.lengths.iter().find(|l| l.mix == "credit");
     t.add("select.credit.rows", credit.map(|l| l.rows as f64));
@@ -68,11 +77,13 @@ pub fn reproduction(r: &ValidationReport) -> Reproduction {
         "validate.credit.over_limit",
         credit.map(|l| 100.0 * l.over_limit as f64 / l.rows.max(1) as f64),
     );
-    t.note("token counts depend on the tokenizer: the reference used the trainer's (Qwen) vocabulary, the default here is turnlake's small BPE");
+    t.note(&format!(
+        "token counts depend on the tokenizer and template: the reference used the model's own (Qwen); these used {tokenizer}"
+    ));
     t
 }
 
-pub fn print_report(r: &ValidationReport) {
+pub fn print_report(r: &ValidationReport, tokenizer: &str) {
     println!(
         "{} rows, {} train turns ({:?} mode): {:.2}% decode back exactly; {} tokens, {} trainable",
         r.rows,
@@ -126,7 +137,7 @@ pub fn print_report(r: &ValidationReport) {
             if r.special_text_rows.len() > 5 { ", ..." } else { "" }
         );
     }
-    let _ = reproduction(r).render_table(std::io::stdout().lock());
+    let _ = reproduction(r, tokenizer).render_table(std::io::stdout().lock());
     for f in &r.failures {
         println!(
             "FAIL row {} message {} (t={}): {}",
@@ -146,6 +157,8 @@ impl ValidateArgs {
             tiktoken: self.tiktoken.clone(),
             pattern: self.pattern.clone(),
             template: self.template.clone(),
+            model: self.model.clone(),
+            preserve_thinking: self.preserve_thinking,
             limit: self.limit,
             over_limit: self.over_limit,
             mode: self.mode,
@@ -155,16 +168,22 @@ impl ValidateArgs {
 
 pub async fn run(lake: &LakeArg, args: ValidateArgs) -> anyhow::Result<ExitCode> {
     let lake = lake.open().await?;
-    let Validated { report, secs, kept } = validate_table(&lake, &args.options()).await?;
+    let options = args.options();
+    let Validated { report, secs, kept } = validate_table(&lake, &options).await?;
+    let tokenizer = crate::job::validate::describe(&options);
     match args.format {
         super::stats::ReportFormat::Json => println!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({
+                "tokenizer": tokenizer,
                 "report": report,
-                "reproduction": reproduction(&report),
+                "reproduction": reproduction(&report, &tokenizer),
             }))?
         ),
-        _ => print_report(&report),
+        _ => {
+            println!("tokenizer and template: {tokenizer}");
+            print_report(&report, &tokenizer)
+        }
     }
     eprintln!(
         "tokenized {} tokens in {secs:.2} s ({:.0} tokens/s)",

@@ -11,7 +11,8 @@ use crate::export::sft_rows;
 use crate::lake::Lake;
 use crate::pipeline::provenance::Provenance;
 use crate::tokenize::hf::HfEncoder;
-use crate::tokenize::template::ChatTemplate;
+use crate::tokenize::model::Model;
+use crate::tokenize::template::{ChatTemplate, Template};
 use crate::tokenize::tiktoken::{TiktokenEncoder, QWEN_PATTERN};
 use crate::tokenize::validate::{check_rows, Mode, Tally, ValidationReport};
 use crate::tokenize::{TextEncoder, CHATML_SPECIALS, DEFAULT_TOKENIZER};
@@ -35,6 +36,11 @@ pub struct ValidateOptions {
     pub tiktoken: Option<PathBuf>,
     pub pattern: String,
     pub template: Option<PathBuf>,
+    /// A Hugging Face model folder: its tokenizer and chat template, in
+    /// place of the four above.
+    pub model: Option<PathBuf>,
+    /// With `model`: render every assistant turn's reasoning.
+    pub preserve_thinking: bool,
     pub limit: usize,
     pub over_limit: OverLimit,
     pub mode: Mode,
@@ -49,6 +55,8 @@ impl ValidateOptions {
             tiktoken: None,
             pattern: QWEN_PATTERN.into(),
             template: None,
+            model: None,
+            preserve_thinking: false,
             limit,
             over_limit: OverLimit::Keep,
             mode: Mode::Whole,
@@ -74,6 +82,59 @@ pub fn encoder(
     })
 }
 
+/// The tokenizer and template `args` name: a model folder's, else the
+/// tokenizer and TOML template given (turnlake's own by default).
+pub fn tokenizer_and_template(
+    args: &ValidateOptions,
+) -> anyhow::Result<(Box<dyn TextEncoder>, Template)> {
+    if let Some(dir) = &args.model {
+        let model = Model::open(dir)?;
+        let template = Template::Model {
+            template: Box::new(model.template),
+            preserve_thinking: args.preserve_thinking,
+        };
+        return Ok((Box::new(model.encoder), template));
+    }
+    let enc = encoder(
+        args.tokenizer.as_ref(),
+        args.tiktoken.as_ref(),
+        &args.pattern,
+    )?;
+    let template = match &args.template {
+        None => ChatTemplate::chatml(),
+        Some(p) => ChatTemplate::from_toml(
+            &std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?,
+        )
+        .map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?,
+    };
+    Ok((enc, Template::Toml(template)))
+}
+
+/// The tokenizer and template `args` name, in words, for the report.
+pub fn describe(args: &ValidateOptions) -> String {
+    let shown = |p: &PathBuf| p.display().to_string();
+    if let Some(dir) = &args.model {
+        let thinking = match args.preserve_thinking {
+            true => "every assistant turn's reasoning rendered (preserve_thinking)",
+            false => "reasoning rendered as the template does by default (only after the last user message)",
+        };
+        return format!(
+            "the model folder {}'s tokenizer and chat template, {thinking}",
+            shown(dir)
+        );
+    }
+    let tokenizer = match (&args.tokenizer, &args.tiktoken) {
+        (_, Some(t)) => format!("the tiktoken vocabulary {}", shown(t)),
+        (Some(t), None) => format!("the tokenizer {}", shown(t)),
+        (None, None) => "turnlake's shipped BPE".to_string(),
+    };
+    let template = args
+        .template
+        .as_ref()
+        .map_or("ChatML (data/chatml.toml)".to_string(), shown);
+    format!("{tokenizer} with the template {template}")
+}
+
 /// The validation's parameters, as its lake commit records them and `build` compares them.
 pub fn params(args: &ValidateOptions) -> serde_json::Value {
     // A file's content, not its path, decides what validate would say.
@@ -89,6 +150,11 @@ pub fn params(args: &ValidateOptions) -> serde_json::Value {
         "tiktoken_sha256": digest(&args.tiktoken),
         "pattern": args.pattern,
         "template_sha256": digest(&args.template),
+        "model_sha256": args.model.as_ref().map(|dir| match Model::open(dir) {
+            Ok(m) => m.sha256,
+            Err(e) => format!("unreadable: {e}"),
+        }),
+        "preserve_thinking": args.preserve_thinking,
         "limit": args.limit,
         "over_limit": format!("{:?}", args.over_limit),
         "mode": args.mode,
@@ -106,18 +172,7 @@ pub struct Validated {
 /// Validate `args.table` of `lake` and, unless it is read --as-of or a train
 /// turn fails, write the rows that pass to sft_validated in one lake commit.
 pub async fn validate_table(lake: &Lake, args: &ValidateOptions) -> anyhow::Result<Validated> {
-    let enc = encoder(
-        args.tokenizer.as_ref(),
-        args.tiktoken.as_ref(),
-        &args.pattern,
-    )?;
-    let template = match &args.template {
-        None => ChatTemplate::chatml(),
-        Some(p) => ChatTemplate::from_toml(
-            &std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?,
-        )
-        .map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?,
-    };
+    let (enc, template) = tokenizer_and_template(args)?;
     // What is validated is what the lake holds now: take the writer lock first
     // (unless reading --as-of an earlier commit, which writes nothing).
     let writer = if lake.is_pinned() {

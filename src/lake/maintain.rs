@@ -30,7 +30,7 @@ pub async fn optimize(lake: &Lake) -> LakeResult<Maintenance> {
         };
         let (_, metrics) = table
             .optimize()
-            .with_writer_properties(super::writer_properties())
+            .with_writer_properties(crate::output::parquet_properties())
             .await
             .map_err(delta(name))?;
         out.tables.insert(

@@ -84,28 +84,6 @@ impl LakeError {
 
 pub type LakeResult<T> = Result<T, LakeError>;
 
-/// The most a lake row group holds, in Parquet's estimate of its encoded
-/// size. A writer holds its whole row group until the group ends, and
-/// Parquet's default ends one only at 1M rows, so a write's memory grew with
-/// its table (`sft_mix`, the products, a compaction). 4 MB keeps that term
-/// fixed and leaves compressed groups that scan as fast as whole files;
-/// smaller groups made the lake larger and scans slower (bench/README.md).
-pub(crate) const ROW_GROUP_BYTES: usize = 4 << 20;
-
-/// How every lake file is written: zstd (transcripts compress several times
-/// over, far better than the default snappy) with dictionaries for the many
-/// repeated values (sources, kinds, ids within a file), in row groups of at
-/// most [`ROW_GROUP_BYTES`].
-pub(crate) fn writer_properties() -> parquet::file::properties::WriterProperties {
-    parquet::file::properties::WriterProperties::builder()
-        .set_compression(parquet::basic::Compression::ZSTD(
-            parquet::basic::ZstdLevel::try_new(3).expect("zstd level 3"),
-        ))
-        .set_dictionary_enabled(true)
-        .set_max_row_group_bytes(Some(ROW_GROUP_BYTES))
-        .build()
-}
-
 /// Facts about one table for `turnlake tables`.
 #[derive(Debug, Clone)]
 pub struct TableInfo {
@@ -495,7 +473,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let lake = Lake::open(dir.path().join("lake").to_str().unwrap()).unwrap();
         // Hex noise of 4 bounds' worth: about 2 bounds once compressed.
-        let rows = 4 * ROW_GROUP_BYTES / 128;
+        let rows = 4 * crate::output::ROW_GROUP_BYTES / 128;
         let reasons = noise(rows, 128);
         let schema = table_schema("gate_demotions").unwrap();
         let text = |v: Vec<String>| Arc::new(StringArray::from(v)) as arrow::array::ArrayRef;
@@ -532,7 +510,10 @@ mod tests {
             "one row group for the whole write: {groups:?}"
         );
         for (_, bytes) in &groups {
-            assert!(*bytes as usize <= ROW_GROUP_BYTES, "{groups:?}");
+            assert!(
+                *bytes as usize <= crate::output::ROW_GROUP_BYTES,
+                "{groups:?}"
+            );
         }
     }
 }

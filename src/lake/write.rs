@@ -11,8 +11,7 @@ use deltalake::protocol::SaveMode;
 
 use super::stream_source::{ConformedStream, StreamOutcome};
 use super::{
-    lock, table_schema, writer_properties, InputFile, Lake, LakeCommit, LakeError, LakeResult,
-    TableSchema, View,
+    lock, table_schema, InputFile, Lake, LakeCommit, LakeError, LakeResult, TableSchema, View,
 };
 
 /// `batch` in the exact shape of the table's schema file: columns picked by
@@ -254,7 +253,7 @@ impl Lake {
             .with_schema_mode(schema_mode)
             .with_partition_columns(schema.partition_by.clone())
             .with_configuration([("delta.enableExpiredLogCleanup", Some("false"))])
-            .with_writer_properties(writer_properties());
+            .with_writer_properties(crate::output::parquet_properties());
         if let Some(p) = provenance {
             write = write.with_commit_properties(
                 CommitProperties::default().with_metadata([("turnlake".to_string(), p)]),

@@ -68,6 +68,18 @@ impl TextEncoder for HfEncoder {
         self.text.decode(ids, false).map_err(|e| e.to_string())
     }
 
+    fn normalize<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
+        use tokenizers::{NormalizedString, Normalizer};
+        let Some(normalizer) = self.parsed.get_normalizer() else {
+            return std::borrow::Cow::Borrowed(text);
+        };
+        let mut normalized = NormalizedString::from(text);
+        match normalizer.normalize(&mut normalized) {
+            Ok(()) => std::borrow::Cow::Owned(normalized.get().to_string()),
+            Err(_) => std::borrow::Cow::Borrowed(text),
+        }
+    }
+
     fn is_special(&self, id: u32) -> bool {
         self.special_ids.contains(&id)
     }

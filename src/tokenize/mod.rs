@@ -11,6 +11,8 @@
 
 pub mod byte_level;
 pub mod hf;
+pub mod jinja;
+pub mod model;
 pub mod pieces;
 pub mod template;
 pub mod tiktoken;
@@ -33,6 +35,10 @@ pub trait TextEncoder: Send + Sync {
     /// (a piece of a rendered row), which an encoder may do more cheaply.
     fn encode_piece(&self, piece: &str) -> Result<Encoded, String> {
         self.encode_with_offsets(piece)
+    }
+    /// `text` as the tokenizer's normalizer leaves it (what its ids decode to).
+    fn normalize<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
+        std::borrow::Cow::Borrowed(text)
     }
     /// Whether `id` is one of the tokenizer's special tokens.
     fn is_special(&self, id: u32) -> bool;

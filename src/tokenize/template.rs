@@ -3,7 +3,136 @@
 
 use serde::Deserialize;
 
+use super::jinja::{assistant_spans, JinjaTemplate};
 use super::{TextEncoder, CHATML_SPECIALS};
+
+/// How a row's conversation becomes one string: turnlake's TOML template
+/// (ChatML by default), or a model folder's own Jinja template.
+pub enum Template {
+    Toml(ChatTemplate),
+    Model {
+        template: Box<JinjaTemplate>,
+        /// Render the reasoning of every assistant turn, not only after the
+        /// last user query (the king template's `preserve_thinking`).
+        preserve_thinking: bool,
+    },
+}
+
+/// A row rendered as one string, with each message's label span in it.
+pub struct RenderedText {
+    pub text: String,
+    /// Per message; an empty span for what a trainer does not label.
+    pub spans: Vec<(usize, usize)>,
+    /// A span decodes to its message's recorded content (a TOML template),
+    /// else to what the template rendered there.
+    pub spans_are_content: bool,
+}
+
+impl Template {
+    /// `row`'s messages (and tools) rendered; an error says why the
+    /// template refused them.
+    pub fn render_row(&self, row: &serde_json::Value) -> Result<RenderedText, String> {
+        match self {
+            Template::Toml(t) => {
+                let (text, spans) = t.render_text(&messages_of(row));
+                Ok(RenderedText {
+                    text,
+                    spans,
+                    spans_are_content: true,
+                })
+            }
+            Template::Model {
+                template,
+                preserve_thinking,
+            } => {
+                let messages = template_messages(row);
+                let tools = row.get("tools").filter(|t| !t.is_null());
+                let text = template.render(&messages, tools, *preserve_thinking)?;
+                let roles: Vec<&str> = messages
+                    .as_array()
+                    .map(|m| m.iter().map(|m| m["role"].as_str().unwrap_or("")).collect())
+                    .unwrap_or_default();
+                let assistants = roles.iter().filter(|r| **r == "assistant").count();
+                let mut found = assistant_spans(&text, assistants)?.into_iter();
+                let spans = roles
+                    .iter()
+                    .map(|r| match *r {
+                        "assistant" => found.next().expect("one span per assistant message"),
+                        _ => (0, 0),
+                    })
+                    .collect();
+                Ok(RenderedText {
+                    text,
+                    spans,
+                    spans_are_content: false,
+                })
+            }
+        }
+    }
+
+    /// The TOML template, for what only it does (segments mode).
+    pub fn toml(&self) -> Option<&ChatTemplate> {
+        match self {
+            Template::Toml(t) => Some(t),
+            Template::Model { .. } => None,
+        }
+    }
+}
+
+/// A row's messages as the template's input: role and content.
+pub fn messages_of(row: &serde_json::Value) -> Vec<Message<'_>> {
+    row["messages"]
+        .as_array()
+        .map(|msgs| {
+            msgs.iter()
+                .map(|m| Message {
+                    role: m["role"].as_str().unwrap_or(""),
+                    content: m["content"].as_str().unwrap_or(""),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A row's messages as a model's template takes them (transformers' chat
+/// format): role, content, reasoning, tool calls with their arguments as
+/// objects (a recorded JSON string is parsed), the tool call answered.
+fn template_messages(row: &serde_json::Value) -> serde_json::Value {
+    let empty = Vec::new();
+    let messages = row["messages"].as_array().unwrap_or(&empty);
+    let out = messages
+        .iter()
+        .map(|m| {
+            let mut message = serde_json::Map::new();
+            for key in ["role", "content", "reasoning_content", "tool_call_id"] {
+                if let Some(v) = m.get(key).filter(|v| !v.is_null()) {
+                    message.insert(key.into(), v.clone());
+                }
+            }
+            if let Some(calls) = m.get("tool_calls").and_then(|c| c.as_array()) {
+                let calls = calls
+                    .iter()
+                    .map(|call| {
+                        let mut call = call.clone();
+                        if let Some(args) = call.pointer_mut("/function/arguments") {
+                            if let Some(parsed) = args
+                                .as_str()
+                                .and_then(|s| serde_json::from_str::<serde_json::Value>(s).ok())
+                                .filter(|p| p.is_object())
+                            {
+                                *args = parsed;
+                            }
+                        }
+                        call
+                    })
+                    .collect();
+                message.insert("tool_calls".into(), serde_json::Value::Array(calls));
+            }
+            serde_json::Value::Object(message)
+        })
+        .collect();
+    serde_json::Value::Array(out)
+}
 
 pub const DEFAULT_TEMPLATE: &str = include_str!("../../data/chatml.toml");
 

@@ -12,6 +12,29 @@ use super::{Encoded, TextEncoder};
 /// Qwen2/Qwen3's pre-tokenization pattern.
 pub const QWEN_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 
+/// The tokens of a rank file with their ranks, in file order.
+pub fn parse_ranks(text: &str) -> Result<Vec<(Vec<u8>, u32)>, String> {
+    let mut out = Vec::new();
+    for (i, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let mut parts = line.split_whitespace();
+        let (Some(b64), Some(rank)) = (parts.next(), parts.next()) else {
+            return Err(format!("line {}: expected `<base64 token> <rank>`", i + 1));
+        };
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .map_err(|e| format!("line {}: bad base64: {e}", i + 1))?;
+        let rank: u32 = rank
+            .parse()
+            .map_err(|_| format!("line {}: bad rank {rank:?}", i + 1))?;
+        out.push((bytes, rank));
+    }
+    Ok(out)
+}
+
 /// A token id and its byte range.
 type TokenSpan = (u32, (usize, usize));
 
@@ -33,21 +56,7 @@ impl TiktokenEncoder {
     ) -> Result<TiktokenEncoder, String> {
         let mut ranks = HashMap::new();
         let mut tokens = HashMap::new();
-        for (i, line) in text
-            .lines()
-            .enumerate()
-            .filter(|(_, l)| !l.trim().is_empty())
-        {
-            let mut parts = line.split_whitespace();
-            let (Some(b64), Some(rank)) = (parts.next(), parts.next()) else {
-                return Err(format!("line {}: expected `<base64 token> <rank>`", i + 1));
-            };
-            let bytes = base64::engine::general_purpose::STANDARD
-                .decode(b64)
-                .map_err(|e| format!("line {}: bad base64: {e}", i + 1))?;
-            let rank: u32 = rank
-                .parse()
-                .map_err(|_| format!("line {}: bad rank {rank:?}", i + 1))?;
+        for (bytes, rank) in parse_ranks(text)? {
             tokens.insert(rank, bytes.clone());
             ranks.insert(bytes, rank);
         }

@@ -95,7 +95,7 @@ mod tests {
                                       {"role": "assistant", "content": "abc é", "train": true}]});
         let report = validate(
             &enc,
-            &ChatTemplate::chatml(),
+            &crate::tokenize::template::Template::Toml(ChatTemplate::chatml()),
             &[row],
             32768,
             crate::tokenize::validate::Mode::Whole,

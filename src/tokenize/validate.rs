@@ -15,7 +15,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 
 use super::pieces;
-use super::template::{ChatTemplate, Message};
+use super::template::{messages_of as messages, RenderedText, Template};
 use super::{Encoded, TextEncoder, CHATML_SPECIALS};
 
 /// How a row becomes tokens.
@@ -127,32 +127,16 @@ fn holds_special_text(content: &str) -> bool {
         .any(|(at, _)| CHATML_SPECIALS.iter().any(|s| content[at..].starts_with(s)))
 }
 
-/// A row's messages as the template's input.
-fn messages(row: &Value) -> Vec<Message<'_>> {
-    row["messages"]
-        .as_array()
-        .map(|msgs| {
-            msgs.iter()
-                .map(|m| Message {
-                    role: m["role"].as_str().unwrap_or(""),
-                    content: m["content"].as_str().unwrap_or(""),
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// In `whole` mode, a row rendered as one string: the text, each message's
-/// content span in it, and its encoding.
+/// In `whole` mode, a row rendered as one string, with each message's
+/// label span in it, and its encoding (or why the template refused it).
 struct WholeText {
-    text: String,
-    spans: Vec<(usize, usize)>,
+    rendered: Result<RenderedText, String>,
     encoded: Result<Encoded, String>,
 }
 
 fn check_row(
     enc: &dyn TextEncoder,
-    template: &ChatTemplate,
+    template: &Template,
     row: &Value,
     mode: Mode,
     whole: Option<WholeText>,
@@ -199,6 +183,11 @@ fn check_row(
     };
     match mode {
         Mode::Segments => {
+            let Some(template) = template.toml() else {
+                check.failures =
+                    all_fail("segments mode renders with a TOML template, not a model's".into());
+                return check;
+            };
             let rendered = match template.render(enc, &messages) {
                 Ok(r) => r,
                 Err(e) => {
@@ -223,11 +212,19 @@ fn check_row(
             }
         }
         Mode::Whole => {
-            let WholeText {
+            let WholeText { rendered, encoded } =
+                whole.expect("check_rows renders and encodes every row in whole mode");
+            let RenderedText {
                 text,
                 spans,
-                encoded,
-            } = whole.expect("check_rows renders and encodes every row in whole mode");
+                spans_are_content,
+            } = match rendered {
+                Ok(r) => r,
+                Err(e) => {
+                    check.failures = all_fail(format!("cannot render: {e}"));
+                    return check;
+                }
+            };
             let encoded = match encoded {
                 Ok(e) => e,
                 Err(e) => {
@@ -273,7 +270,12 @@ fn check_row(
                     .map(|(id, _)| *id)
                     .collect();
                 check.trainable += label.len();
-                let want = messages[i].content;
+                let want = match spans_are_content {
+                    true => std::borrow::Cow::Borrowed(messages[i].content),
+                    // What a trainer's tokenizer sees: the rendered text, normalized.
+                    false => enc.normalize(&text[a..b]),
+                };
+                let want = want.as_ref();
                 match enc.decode(&label) {
                     Ok(got) if got == want => {}
                     Ok(got) => check.failures.push(fail(k, i, mismatch(&got, want))),
@@ -300,7 +302,7 @@ fn percentile(sorted: &[usize], p: f64) -> usize {
 /// Check every row (in parallel); `progress` is called once per row.
 pub fn validate(
     enc: &dyn TextEncoder,
-    template: &ChatTemplate,
+    template: &Template,
     rows: &[Value],
     limit: usize,
     mode: Mode,
@@ -314,7 +316,7 @@ pub fn validate(
 /// Check a batch of rows in parallel, for a caller that streams them.
 pub fn check_rows(
     enc: &dyn TextEncoder,
-    template: &ChatTemplate,
+    template: &Template,
     rows: &[Value],
     mode: Mode,
     progress: &(dyn Fn() + Sync),
@@ -323,22 +325,19 @@ pub fn check_rows(
     let mut wholes: Vec<Option<WholeText>> = match mode {
         Mode::Segments => rows.iter().map(|_| None).collect(),
         Mode::Whole => {
-            let rendered: Vec<(String, Vec<(usize, usize)>)> = rows
+            let rendered: Vec<Result<RenderedText, String>> = rows
                 .par_iter()
-                .map(|row| template.render_text(&messages(row)))
+                .map(|row| template.render_row(row))
                 .collect();
-            let texts: Vec<&str> = rendered.iter().map(|(t, _)| t.as_str()).collect();
+            let texts: Vec<&str> = rendered
+                .iter()
+                .map(|r| r.as_ref().map_or("", |r| r.text.as_str()))
+                .collect();
             let encoded = pieces::encode_all(enc, &texts);
             rendered
                 .into_iter()
                 .zip(encoded)
-                .map(|((text, spans), encoded)| {
-                    Some(WholeText {
-                        text,
-                        spans,
-                        encoded,
-                    })
-                })
+                .map(|(rendered, encoded)| Some(WholeText { rendered, encoded }))
                 .collect()
         }
     };
@@ -451,6 +450,7 @@ impl Tally {
 mod tests {
     use super::*;
     use crate::tokenize::hf::HfEncoder;
+    use crate::tokenize::template::{ChatTemplate, Message};
     use crate::tokenize::DEFAULT_TOKENIZER;
     use serde_json::json;
 
@@ -488,7 +488,14 @@ mod tests {
                 ("user", "task", false),
                 ("assistant", content, true),
             ]);
-            let report = validate(&enc, &template, &[r], 32768, Mode::Segments, &|| {});
+            let report = validate(
+                &enc,
+                &Template::Toml(template.clone()),
+                &[r],
+                32768,
+                Mode::Segments,
+                &|| {},
+            );
             assert_eq!(report.failures, vec![], "{content:?}");
             assert_eq!(report.passed_turns, 1);
             // Special-token-like text stays text: the only special ids are the template's.
@@ -548,7 +555,14 @@ mod tests {
             ("user", "ok", false),
             ("assistant", "pwd", true),
         ]);
-        let report = validate(&enc, &template, &[r], 32768, Mode::Segments, &|| {});
+        let report = validate(
+            &enc,
+            &Template::Toml(template.clone()),
+            &[r],
+            32768,
+            Mode::Segments,
+            &|| {},
+        );
         assert_eq!(report.train_turns, 2);
         assert_eq!(report.passed_turns, 1);
         assert_eq!(report.failures.len(), 1);
@@ -577,7 +591,14 @@ mod tests {
                 ("user", "task", false),
                 ("assistant", content, true),
             ]);
-            let report = validate(&enc, &template, &[r], 32768, Mode::Whole, &|| {});
+            let report = validate(
+                &enc,
+                &Template::Toml(template.clone()),
+                &[r],
+                32768,
+                Mode::Whole,
+                &|| {},
+            );
             assert_eq!(report.failures, vec![], "{content:?}");
             let special = CHATML_SPECIALS.iter().any(|s| content.contains(s));
             assert_eq!(
@@ -605,7 +626,7 @@ mod tests {
         let r = row(&[("user", "task", false), ("assistant", &content, true)]);
         let whole = validate(
             &enc,
-            &template,
+            &Template::Toml(template.clone()),
             std::slice::from_ref(&r),
             32768,
             Mode::Whole,
@@ -619,7 +640,14 @@ mod tests {
             "{}",
             f.reason
         );
-        let segments = validate(&enc, &template, &[r], 32768, Mode::Segments, &|| {});
+        let segments = validate(
+            &enc,
+            &Template::Toml(template.clone()),
+            &[r],
+            32768,
+            Mode::Segments,
+            &|| {},
+        );
         assert_eq!(segments.failures, vec![]);
     }
 
@@ -635,7 +663,7 @@ mod tests {
             .collect();
         let report = validate(
             &enc,
-            &ChatTemplate::chatml(),
+            &Template::Toml(ChatTemplate::chatml()),
             &rows,
             60,
             Mode::Whole,
@@ -660,10 +688,23 @@ mod tests {
                 r
             })
             .collect();
-        let whole = validate(&enc, &template, &rows, 40, Mode::Whole, &|| {});
+        let whole = validate(
+            &enc,
+            &Template::Toml(template.clone()),
+            &rows,
+            40,
+            Mode::Whole,
+            &|| {},
+        );
         let mut tally = Tally::new(40, Mode::Whole);
         for chunk in rows.chunks(5) {
-            tally.add(check_rows(&enc, &template, chunk, Mode::Whole, &|| {}));
+            tally.add(check_rows(
+                &enc,
+                &Template::Toml(template.clone()),
+                chunk,
+                Mode::Whole,
+                &|| {},
+            ));
         }
         let chunked = tally.report();
         assert_eq!(chunked, whole);
