@@ -188,6 +188,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         &lake,
         "sft_mix",
         crate::export::sft::SftFormat::Jsonl,
+        None,
         &out.clone().into(),
     )
     .await?;

@@ -1,4 +1,4 @@
-//! `turnlake export sft --out PATH [--format jsonl|parquet] [--table sft_mix]`,
+//! `turnlake export sft --out PATH [--format jsonl|parquet] [--table sft_mix] [--for axolotl|trl]`,
 //! with `PATH.manifest.json` beside it; `turnlake export verl --out DIR`,
 //! with `DIR/manifest.json`; and `turnlake rebuild MANIFEST`.
 
@@ -9,6 +9,7 @@ use std::process::ExitCode;
 
 use crate::cmd::LakeArg;
 use crate::export::sft::SftFormat;
+use crate::export::trainers::Trainer;
 use crate::export::verl;
 use crate::job::export::{export_sft, export_verl};
 use crate::storage::Location;
@@ -143,6 +144,17 @@ pub struct SftArgs {
     /// The rows to export: sft_mix, or one product table.
     #[arg(long, default_value = "sft_mix")]
     pub table: String,
+    /// Shape the rows for a trainer: `axolotl` (the rows, with the axolotl
+    /// config that loads them beside the file), `trl` (a prompt/completion
+    /// pair per train turn).
+    #[arg(long = "for", value_enum, value_name = "TRAINER")]
+    pub trainer: Option<TrainerArg>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum TrainerArg {
+    Axolotl,
+    Trl,
 }
 
 pub async fn run(lake: &LakeArg, cmd: ExportCommand) -> anyhow::Result<ExitCode> {
@@ -174,7 +186,11 @@ pub async fn run(lake: &LakeArg, cmd: ExportCommand) -> anyhow::Result<ExitCode>
         SftFormatArg::Parquet => SftFormat::Parquet,
     };
     let out = Location::parse(&args.out)?;
-    let (s, m, mpath) = export_sft(&lake, &args.table, format, &out).await?;
+    let trainer = args.trainer.map(|t| match t {
+        TrainerArg::Axolotl => Trainer::Axolotl,
+        TrainerArg::Trl => Trainer::Trl,
+    });
+    let (s, m, mpath) = export_sft(&lake, &args.table, format, trainer, &out).await?;
     println!(
         "exported {} rows, {} messages, {} train turns to {out} (lake commit {}, manifest {mpath})",
         s.rows, s.messages, s.train_turns, m.lake_commit,

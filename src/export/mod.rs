@@ -4,6 +4,7 @@ pub mod manifest;
 pub mod samples;
 pub mod sft;
 pub mod sft_rows;
+pub mod trainers;
 pub mod verl;
 
 use crate::engine::EngineError;

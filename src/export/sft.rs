@@ -13,6 +13,7 @@ use std::io::Write;
 use std::sync::Arc;
 
 use super::sft_rows::stream_memory;
+use super::trainers::{trl_pairs, trl_parquet_schema, Trainer};
 use super::ExportError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,21 +70,34 @@ fn parquet_schema() -> Arc<Schema> {
     ]))
 }
 
+/// The lists of messages a written row holds: a row's, or a pair's.
+const MESSAGE_LISTS: [&str; 3] = ["messages", "prompt", "completion"];
+
 /// A row as the Parquet file types it: tool calls with string arguments
 /// ([`super::tool_calls_for_parquet`]) and `tools` as its JSON text.
 fn parquet_row(r: &Value) -> std::borrow::Cow<'_, Value> {
     let calls = |m: &Value| m.get("tool_calls").and_then(super::tool_calls_for_parquet);
-    let messages = r["messages"].as_array().map_or(&[][..], Vec::as_slice);
-    if r.get("tools").is_none() && !messages.iter().any(|m| calls(m).is_some()) {
+    let mut messages = MESSAGE_LISTS
+        .iter()
+        .filter_map(|k| r.get(*k).and_then(Value::as_array))
+        .flatten();
+    if r.get("tools").is_none() && !messages.any(|m| calls(m).is_some()) {
         return std::borrow::Cow::Borrowed(r);
     }
     let mut row = r.clone();
     if let Some(tools) = row.get_mut("tools") {
         *tools = Value::String(tools.to_string());
     }
-    for m in row["messages"].as_array_mut().expect("a list") {
-        if let Some(fixed) = calls(m) {
-            m["tool_calls"] = fixed;
+    for key in MESSAGE_LISTS {
+        for m in row
+            .get_mut(key)
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(fixed) = calls(m) {
+                m["tool_calls"] = fixed;
+            }
         }
     }
     std::borrow::Cow::Owned(row)
@@ -102,6 +116,9 @@ const PARQUET_ROW_GROUP: usize = 8 * PARQUET_BATCH;
 /// a thirty-second of it in encoded pages. Same rows, same bytes.
 pub struct SftWriter<W: Write + Send> {
     sink: Sink<W>,
+    /// TRL's pairs, not rows (see [`Trainer`]).
+    pairs: bool,
+    schema: Arc<Schema>,
     /// Parquet: serialized rows not yet in a batch, and the most it holds.
     lines: Vec<u8>,
     buffered: usize,
@@ -116,7 +133,18 @@ enum Sink<W: Write + Send> {
 }
 
 impl<W: Write + Send> SftWriter<W> {
-    pub fn new(w: W, format: SftFormat) -> Result<SftWriter<W>, ExportError> {
+    /// A writer of `format`, the rows shaped for `trainer` (as they are
+    /// when none is named).
+    pub fn new(
+        w: W,
+        format: SftFormat,
+        trainer: Option<Trainer>,
+    ) -> Result<SftWriter<W>, ExportError> {
+        let pairs = trainer == Some(Trainer::Trl);
+        let schema = match pairs {
+            true => trl_parquet_schema(),
+            false => parquet_schema(),
+        };
         let sink = match format {
             SftFormat::Jsonl => Sink::Jsonl(w),
             SftFormat::Parquet => {
@@ -127,13 +155,15 @@ impl<W: Write + Send> SftWriter<W> {
                     .build();
                 Sink::Parquet(Box::new(parquet::arrow::ArrowWriter::try_new(
                     w,
-                    parquet_schema(),
+                    Arc::clone(&schema),
                     Some(props),
                 )?))
             }
         };
         Ok(SftWriter {
             sink,
+            pairs,
+            schema,
             lines: Vec::new(),
             buffered: 0,
             max_batch_bytes: stream_memory() / 16,
@@ -144,29 +174,44 @@ impl<W: Write + Send> SftWriter<W> {
 
     pub fn write(&mut self, rows: &[Value]) -> Result<(), ExportError> {
         for r in rows {
-            self.summary.rows += 1;
-            self.summary.messages += r["messages"].as_array().map_or(0, Vec::len);
             self.summary.train_turns += r["train_meta"].as_array().map_or(0, Vec::len);
-            match &self.sink {
-                Sink::Jsonl(_) => serde_json::to_writer(&mut self.lines, r),
-                Sink::Parquet(_) => serde_json::to_writer(&mut self.lines, &parquet_row(r)),
-            }
-            .map_err(std::io::Error::from)?;
-            self.lines.push(b'\n');
-            self.buffered += 1;
-            match &mut self.sink {
-                Sink::Jsonl(w) => {
-                    w.write_all(&self.lines)?;
-                    self.lines.clear();
+            if self.pairs {
+                for pair in trl_pairs(r) {
+                    self.write_one(&pair)?;
                 }
-                Sink::Parquet(_)
-                    if self.buffered == PARQUET_BATCH
-                        || self.lines.len() >= self.max_batch_bytes =>
-                {
-                    self.flush_batch()?
-                }
-                Sink::Parquet(_) => {}
+            } else {
+                self.write_one(r)?;
             }
+        }
+        Ok(())
+    }
+
+    /// Write one written row: a row, or a pair.
+    fn write_one(&mut self, r: &Value) -> Result<(), ExportError> {
+        self.summary.rows += 1;
+        self.summary.messages += MESSAGE_LISTS
+            .iter()
+            .filter_map(|k| r.get(*k).and_then(Value::as_array))
+            .map(Vec::len)
+            .sum::<usize>();
+        match &self.sink {
+            Sink::Jsonl(_) => serde_json::to_writer(&mut self.lines, r),
+            Sink::Parquet(_) => serde_json::to_writer(&mut self.lines, &parquet_row(r)),
+        }
+        .map_err(std::io::Error::from)?;
+        self.lines.push(b'\n');
+        self.buffered += 1;
+        match &mut self.sink {
+            Sink::Jsonl(w) => {
+                w.write_all(&self.lines)?;
+                self.lines.clear();
+            }
+            Sink::Parquet(_)
+                if self.buffered == PARQUET_BATCH || self.lines.len() >= self.max_batch_bytes =>
+            {
+                self.flush_batch()?
+            }
+            Sink::Parquet(_) => {}
         }
         Ok(())
     }
@@ -174,7 +219,7 @@ impl<W: Write + Send> SftWriter<W> {
     fn flush_batch(&mut self) -> Result<(), ExportError> {
         if let Sink::Parquet(pw) = &mut self.sink {
             let lines = std::mem::take(&mut self.lines);
-            let reader = arrow::json::ReaderBuilder::new(parquet_schema())
+            let reader = arrow::json::ReaderBuilder::new(Arc::clone(&self.schema))
                 .with_batch_size(PARQUET_BATCH)
                 .build(std::io::Cursor::new(lines))?;
             for batch in reader {

@@ -334,7 +334,7 @@ pub async fn run(lake: &Lake, plan: &Plan) -> anyhow::Result<Vec<StepRun>> {
             format!("{out} is current"),
         );
     } else {
-        let (s, _, _) = export_sft(lake, "sft_mix", sft::SftFormat::Jsonl, &out).await?;
+        let (s, _, _) = export_sft(lake, "sft_mix", sft::SftFormat::Jsonl, None, &out).await?;
         step(
             "export sft",
             true,

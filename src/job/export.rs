@@ -7,18 +7,21 @@
 use anyhow::Context;
 
 use crate::export::sft::{self, SftFormat};
+use crate::export::trainers::{self, Trainer};
 use crate::export::{manifest, sft_rows, verl};
 use crate::storage::Location;
 
-/// Export `table` of `lake` as `format` to `out`: written to a local file
-/// first (beside `out`, or in the temporary folder for an object), hashed,
-/// then renamed or uploaded, so a failed export leaves nothing half-written.
+/// Export `table` of `lake` as `format`, shaped for `trainer`, to `out`:
+/// written to a local file first (beside `out`, or in the temporary folder
+/// for an object), hashed, then renamed or uploaded, so a failed export
+/// leaves nothing half-written. For axolotl, its config goes beside `out`.
 pub async fn write_sft(
     lake: &crate::lake::Lake,
     table: &str,
     format: SftFormat,
+    trainer: Option<Trainer>,
     out: &Location,
-) -> anyhow::Result<(sft::ExportSummary, manifest::FileEntry)> {
+) -> anyhow::Result<(sft::ExportSummary, Vec<manifest::FileEntry>)> {
     let scratch;
     let tmp = match out.as_local() {
         Some(p) => {
@@ -39,7 +42,11 @@ pub async fn write_sft(
         tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
             let file = std::fs::File::create(&tmp)
                 .with_context(|| format!("creating {}", tmp.display()))?;
-            Ok(sft::SftWriter::new(std::io::BufWriter::new(file), format)?)
+            Ok(sft::SftWriter::new(
+                std::io::BufWriter::new(file),
+                format,
+                trainer,
+            )?)
         })
         .await??
     };
@@ -57,11 +64,24 @@ pub async fn write_sft(
     };
     let name = out.file_name().context("the export path names no file")?;
     let entry = {
-        let tmp = tmp.clone();
+        let (tmp, name) = (tmp.clone(), name.clone());
         tokio::task::spawn_blocking(move || manifest::entry(&name, &tmp)).await??
     };
     out.publish(&tmp).await?;
-    Ok((written, entry))
+    let mut entries = vec![entry];
+    if trainer == Some(Trainer::Axolotl) {
+        let config_name = trainers::axolotl_config_name(&name);
+        let config_tmp = tmp.with_extension("axolotl-partial");
+        std::fs::write(&config_tmp, trainers::axolotl_config(&name, format))
+            .with_context(|| format!("writing {}", config_tmp.display()))?;
+        entries.push(manifest::entry(&config_name, &config_tmp)?);
+        let at = out
+            .parent()
+            .unwrap_or_else(|| out.clone())
+            .join(&config_name);
+        at.publish(&config_tmp).await?;
+    }
+    Ok((written, entries))
 }
 
 /// Export and write its manifest beside it: the summary, the manifest and where it went.
@@ -69,11 +89,16 @@ pub async fn export_sft(
     lake: &crate::lake::Lake,
     table: &str,
     format: SftFormat,
+    trainer: Option<Trainer>,
     out: &Location,
 ) -> anyhow::Result<(sft::ExportSummary, manifest::Manifest, Location)> {
-    let (summary, entry) = write_sft(lake, table, format, out).await?;
-    let export = serde_json::json!({"kind": "sft", "table": table, "format": format_name(format)});
-    let m = manifest::build(lake, export, vec![entry]).await?;
+    let (summary, entries) = write_sft(lake, table, format, trainer, out).await?;
+    let mut export =
+        serde_json::json!({"kind": "sft", "table": table, "format": format_name(format)});
+    if let Some(trainer) = trainer {
+        export["for"] = serde_json::to_value(trainer)?;
+    }
+    let m = manifest::build(lake, export, entries).await?;
     let mpath = manifest_path(out);
     manifest::write(&m, &mpath)
         .await
@@ -171,8 +196,11 @@ pub async fn rebuild(
                 Some("parquet") => SftFormat::Parquet,
                 _ => SftFormat::Jsonl,
             };
+            let trainer: Option<Trainer> = serde_json::from_value(m.export["for"].clone())
+                .with_context(|| format!("{mpath}: the trainer the export was for"))?;
             let file = m.files.first().context("the manifest lists no file")?;
-            write_sft(&lake, table, format, &Location::Local(dir.join(&file.path))).await?;
+            let out = Location::Local(dir.join(&file.path));
+            write_sft(&lake, table, format, trainer, &out).await?;
         }
         "verl" => {
             let opts: verl::VerlOptions = serde_json::from_value(m.export["options"].clone())

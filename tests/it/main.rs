@@ -29,6 +29,7 @@ mod streaming;
 mod synth;
 #[cfg(feature = "train")]
 mod train;
+mod trainer_exports;
 mod udf_parity;
 mod validate;
 mod verl;

@@ -1,0 +1,133 @@
+//! `export sft --for`: the same rows shaped for each trainer. TRL gets one
+//! prompt/completion pair per train turn (the prompt is exactly the
+//! messages before it); axolotl gets the rows with the config that loads
+//! them beside the file; `rebuild` reproduces every shape byte for byte.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::common::*;
+
+fn mixed_lake(tmp: &Path) -> std::path::PathBuf {
+    let lake = tmp.join("lake");
+    let f = fixtures().join("select");
+    ok(run(
+        &lake,
+        &["ingest", "albedo", f.join("albedo").to_str().unwrap()],
+    ));
+    ok(run(
+        &lake,
+        &[
+            "ingest",
+            "mini-coder",
+            f.join("mini-coder").to_str().unwrap(),
+        ],
+    ));
+    for step in ["credit", "select", "mix"] {
+        ok(run(&lake, &[step]));
+    }
+    lake
+}
+
+fn export(lake: &Path, out: &Path, extra: &[&str]) {
+    let mut args = vec!["export", "sft", "--out", out.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    ok(run(lake, &args));
+}
+
+/// A message without its train flag, and without the fields Parquet writes as null.
+fn plain(m: &Value) -> Value {
+    let mut m = m.clone();
+    let map = m.as_object_mut().unwrap();
+    map.remove("train");
+    map.retain(|_, v| !v.is_null());
+    m
+}
+
+fn rebuilt(manifest: &Path) -> String {
+    stdout(&ok(bin().arg("rebuild").arg(manifest).output().unwrap()))
+}
+
+#[test]
+fn trl_gets_a_pair_per_train_turn_and_axolotl_its_config() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lake = mixed_lake(tmp.path());
+    let rows_at = tmp.path().join("rows.jsonl");
+    export(&lake, &rows_at, &[]);
+    let rows = json_lines(&rows_at);
+
+    // TRL: one pair per train turn, in row order; the prompt is the row's
+    // messages before the turn, the completion the turn.
+    let mut want = Vec::new();
+    for row in &rows {
+        let messages = row["messages"].as_array().unwrap();
+        for (i, m) in messages
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m["train"] == true)
+        {
+            let prompt: Vec<Value> = messages[..i].iter().map(plain).collect();
+            want.push((row["row_id"].clone(), prompt, vec![plain(m)]));
+        }
+    }
+    assert!(
+        want.len() > rows.len(),
+        "the fixture mix has rows with several train turns"
+    );
+    for format in ["jsonl", "parquet"] {
+        let out = tmp.path().join(format!("trl.{format}"));
+        export(&lake, &out, &["--for", "trl", "--format", format]);
+        let pairs = match format {
+            "jsonl" => json_lines(&out),
+            _ => parquet_rows(&out),
+        };
+        assert_eq!(pairs.len(), want.len(), "{format}");
+        for (pair, (row_id, prompt, completion)) in pairs.iter().zip(&want) {
+            assert_eq!(&pair["row_id"], row_id, "{format}");
+            let got = |k: &str| {
+                pair[k]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(plain)
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(&got("prompt"), prompt, "{format} {row_id}");
+            assert_eq!(&got("completion"), completion, "{format} {row_id}");
+            assert!(pair["t"].as_i64().is_some(), "{format}");
+        }
+        let manifest = tmp.path().join(format!("trl.{format}.manifest.json"));
+        assert!(rebuilt(&manifest).contains("rebuilt 1 file(s)"));
+    }
+
+    // axolotl: the rows as they are, and the config that loads them.
+    let out = tmp.path().join("mix.parquet");
+    export(&lake, &out, &["--for", "axolotl", "--format", "parquet"]);
+    let config = std::fs::read_to_string(tmp.path().join("mix.parquet.axolotl.yml")).unwrap();
+    assert!(
+        config.contains("  - path: mix.parquet\n    ds_type: parquet\n"),
+        "{config}"
+    );
+    assert!(config.contains("message_field_training: train"), "{config}");
+    assert_eq!(parquet_rows(&out).len(), rows.len());
+    let manifest = tmp.path().join("mix.parquet.manifest.json");
+    let m: Value = serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    assert_eq!(m["export"]["for"], "axolotl");
+    assert_eq!(m["files"].as_array().unwrap().len(), 2);
+    // Rebuilt, both files match the manifest.
+    assert!(rebuilt(&manifest).contains("rebuilt 2 file(s)"));
+    let keep = tmp.path().join("rebuilt");
+    let o = bin()
+        .arg("rebuild")
+        .arg(&manifest)
+        .arg("--out")
+        .arg(&keep)
+        .output()
+        .unwrap();
+    ok(o);
+    assert_eq!(
+        std::fs::read_to_string(keep.join("mix.parquet.axolotl.yml")).unwrap(),
+        config
+    );
+}
