@@ -7,7 +7,7 @@
 
 -- Albedo sides the judge scored, and every run of the other sources.
 CREATE VIEW verl_trajectories AS
-SELECT tr.traj_id, tr.source, tr.sample_id, tr.side, tr.judged, tr.tools, tr.prompt_text,
+SELECT tr.traj_id, tr.source, tr.sample_id, tr.side, tr.instance_id, tr.judged, tr.tools, tr.prompt_text,
        CASE WHEN tr.judged THEN tr.score END AS r_judge,
        CASE WHEN tr.verified IS NULL THEN NULL WHEN tr.verified THEN 1.0 ELSE 0.0 END AS r_outcome
 FROM trajectories tr

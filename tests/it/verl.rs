@@ -328,7 +328,7 @@ def recorded(messages):
     # Parquet holds the fields a message lacks as nulls; the JSONL leaves them out.
     return [{{k: v for k, v in m.items() if v is not None}} for m in messages]
 rl = pq.read_table("{rl}")
-assert rl.column_names == ["data_source", "prompt", "tools", "ability", "reward_model", "extra_info"], rl.column_names
+assert rl.column_names == ["data_source", "agent_name", "prompt", "tools", "ability", "reward_model", "extra_info"], rl.column_names
 assert names(rl.schema.field("prompt").type) == fields, rl.schema.field("prompt").type
 call = rl.schema.field("prompt").type.value_type.field("tool_calls").type.value_type
 assert [f.name for f in call] == ["id", "type", "function"], call
@@ -340,18 +340,27 @@ assert row["data_source"] == "turnlake/" + first["source"]
 truth = json.loads(row["reward_model"]["ground_truth"])
 assert truth["r_turn"] == [t["r_turn"] for t in first["turns"]]
 assert row["extra_info"]["r_exit"] == first["r_exit"] and row["extra_info"]["r_outcome"] == first["r_outcome"]
+assert row["agent_name"] == ("tool_agent" if first.get("tools") else None), row["agent_name"]
+assert "instance_id" in row["extra_info"]
 assert rl.num_rows == {n}
 sft = pq.read_table("{sft}")
-assert names(sft.schema.field("messages").type) == fields
+assert names(sft.schema.field("messages").type) == fields + ["train"]
 assert sft.column_names == ["trajectory_id", "messages", "tools"], sft.column_names
 messages = sft.slice(0, 1).to_pylist()[0]["messages"]
 last = first["turns"][-1]
+flags = [m.pop("train") for m in messages]
 assert recorded(messages) == last["prompt"] + [last["response"]]
+# A message trains when it is a turn whose label is true: as many as r_turn +1.
+assert sum(flags) == sum(1 for t in first["turns"] if t["r_turn"] == 1), flags
+assert all(m["role"] == "assistant" for m, f in zip(messages, flags) if f)
+positives = sum(sum(1 for m in row if m["train"]) for row in sft.column("messages").to_pylist())
+assert positives == {positive}, positives
 print("ok")
 "#,
         rl = out.join("rl.parquet").display(),
         sft = out.join("sft.parquet").display(),
-        n = trajectories
+        n = trajectories,
+        positive = summary["r_turn_positive"].as_u64().unwrap(),
     );
     let python = tools_dir().join("py/bin/python");
     assert!(

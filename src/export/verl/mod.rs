@@ -76,12 +76,17 @@ struct Recorded {
 impl Recorded {
     /// The messages before `end` that the model saw.
     fn sent_before(&self, end: usize) -> Vec<&Message> {
+        self.sent_indexed_before(end).map(|(_, m)| m).collect()
+    }
+
+    /// [`Self::sent_before`], each with its index among the recorded messages.
+    fn sent_indexed_before(&self, end: usize) -> impl Iterator<Item = (usize, &Message)> {
         self.messages[..end]
             .iter()
+            .enumerate()
             .zip(&self.sent)
             .filter(|(_, sent)| **sent)
             .map(|(m, _)| m)
-            .collect()
     }
 }
 
@@ -132,6 +137,8 @@ struct Trajectory {
     tools: Option<(String, serde_json::Value)>,
     /// The rendered prompt the model was given, byte-exact (Albedo sides).
     prompt_text: Option<String>,
+    /// The task instance (mini-coder, mswea).
+    instance_id: Option<String>,
     turns: Vec<Turn>,
 }
 
@@ -202,7 +209,10 @@ async fn plan(
         bools(&facts, "judged"),
         strings(&facts, "tools"),
     );
-    let prompt_text = strings(&facts, "prompt_text");
+    let (prompt_text, instance) = (
+        strings(&facts, "prompt_text"),
+        strings(&facts, "instance_id"),
+    );
     for i in 0..ids.len() {
         out.insert(
             ids[i].clone().unwrap_or_default(),
@@ -219,6 +229,7 @@ async fn plan(
                         .map(|v| (t.clone(), v))
                 }),
                 prompt_text: prompt_text[i].clone(),
+                instance_id: instance[i].clone(),
                 turns: Vec::new(),
             },
         );

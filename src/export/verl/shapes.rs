@@ -74,11 +74,14 @@ pub(super) struct ExtraInfo<'a> {
     pub(super) t_exit: Option<i64>,
     pub(super) t_last_evidence: Option<i64>,
     pub(super) prompt_text: Option<&'a str>,
+    pub(super) instance_id: Option<&'a str>,
 }
 
 #[derive(Debug, Serialize)]
 pub(super) struct RlRow<'a> {
     pub(super) data_source: String,
+    /// verl's agent loop for the row: `tool_agent` for a run that used tools.
+    pub(super) agent_name: Option<&'static str>,
     pub(super) prompt: Vec<std::borrow::Cow<'a, Message>>,
     pub(super) tools: Option<&'a str>,
     pub(super) ability: &'static str,
@@ -89,16 +92,31 @@ pub(super) struct RlRow<'a> {
 #[derive(Debug, Serialize)]
 pub(super) struct SftRow<'a> {
     pub(super) trajectory_id: &'a str,
-    pub(super) messages: Vec<std::borrow::Cow<'a, Message>>,
+    pub(super) messages: Vec<SftMessage<'a>>,
     pub(super) tools: Option<&'a str>,
 }
 
+/// A message of the multi-turn SFT file: trained when it is a turn whose
+/// label is true (`python/turnlake_verl.py` masks the rest).
+#[derive(Debug, Serialize)]
+pub(super) struct SftMessage<'a> {
+    #[serde(flatten)]
+    pub(super) message: std::borrow::Cow<'a, Message>,
+    pub(super) train: bool,
+}
+
 pub(super) fn message_list() -> DataType {
+    messages_of(Vec::new())
+}
+
+/// A list of messages: role, content, the recorded fields, then `extra`.
+fn messages_of(extra: Vec<Field>) -> DataType {
     let mut fields = vec![
         Field::new("role", DataType::Utf8, false),
         Field::new("content", DataType::Utf8, false),
     ];
     fields.extend(crate::export::recorded_fields());
+    fields.extend(extra);
     let message = Fields::from(fields);
     DataType::List(Arc::new(Field::new(
         "item",
@@ -113,6 +131,7 @@ pub fn rl_schema() -> SchemaRef {
     let ints = DataType::List(Arc::new(Field::new("item", DataType::Int64, true)));
     Arc::new(Schema::new(vec![
         Field::new("data_source", DataType::Utf8, false),
+        Field::new("agent_name", DataType::Utf8, true),
         Field::new("prompt", message_list(), false),
         Field::new("tools", DataType::Utf8, true),
         Field::new("ability", DataType::Utf8, false),
@@ -144,17 +163,23 @@ pub fn rl_schema() -> SchemaRef {
                 Field::new("t_exit", DataType::Int64, true),
                 Field::new("t_last_evidence", DataType::Int64, true),
                 Field::new("prompt_text", DataType::Utf8, true),
+                Field::new("instance_id", DataType::Utf8, true),
             ])),
             false,
         ),
     ]))
 }
 
-/// The columns verl's MultiTurnSFTDataset reads (`messages`), with the trajectory.
+/// The columns verl's MultiTurnSFTDataset reads (`messages`, each with its
+/// `train` flag), with the trajectory.
 pub fn sft_schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
         Field::new("trajectory_id", DataType::Utf8, false),
-        Field::new("messages", message_list(), false),
+        Field::new(
+            "messages",
+            messages_of(vec![Field::new("train", DataType::Boolean, false)]),
+            false,
+        ),
         Field::new("tools", DataType::Utf8, true),
     ]))
 }

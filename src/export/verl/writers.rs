@@ -145,6 +145,7 @@ pub(super) fn write_trajectory(
     });
     let rl = RlRow {
         data_source: format!("turnlake/{}", tr.source),
+        agent_name: tools.map(|_| "tool_agent"),
         prompt: for_parquet(first),
         tools,
         ability: "coding-agent",
@@ -170,13 +171,27 @@ pub(super) fn write_trajectory(
             t_exit,
             t_last_evidence,
             prompt_text: tr.prompt_text.as_deref(),
+            instance_id: tr.instance_id.as_deref(),
         },
     };
     serde_json::to_writer(&mut w.rl_rows, &rl).map_err(std::io::Error::from)?;
     w.rl_rows.push(b'\n');
+    // The messages that are turns whose label is true train.
+    let trained: std::collections::HashSet<i64> = tr
+        .turns
+        .iter()
+        .filter(|t| t.label == Some(true))
+        .map(|t| t.msg_idx)
+        .collect();
     let sft = SftRow {
         trajectory_id: id,
-        messages: for_parquet(last),
+        messages: recorded
+            .sent_indexed_before(last)
+            .map(|(idx, m)| SftMessage {
+                message: parquet_message(m),
+                train: trained.contains(&(idx as i64)),
+            })
+            .collect(),
         tools,
     };
     serde_json::to_writer(&mut w.sft_rows, &sft).map_err(std::io::Error::from)?;
