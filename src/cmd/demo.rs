@@ -325,6 +325,7 @@ async fn verl(lake: &Lake, dir: &std::path::Path) -> anyhow::Result<()> {
         sources: vec!["albedo".into(), "mini_coder".into(), "mswea".into()],
         min_kappa: 0.4,
         alpha: 0.9,
+        model: None,
     };
     let (summary, manifest, at) = match crate::job::export::export_verl(lake, &opts, &out).await {
         Ok(done) => done,

@@ -88,6 +88,10 @@ pub struct VerlArgs {
     /// The trainer's weight of the trajectory-level advantage (written to the manifest).
     #[arg(long, default_value_t = 0.9)]
     pub alpha: f64,
+    /// A Hugging Face model folder whose tokenizer and chat template count
+    /// summary.json's prompt and response tokens (default: turnlake's own).
+    #[arg(long, value_name = "DIR")]
+    pub model: Option<PathBuf>,
 }
 
 /// The summary a person reads after a verl export.
@@ -120,6 +124,17 @@ pub fn print_verl_summary(s: &verl::VerlSummary) {
         .chain((s.t_last_evidence_null > 0).then(|| format!("null: {}", s.t_last_evidence_null)))
         .collect();
     println!("   t_last_evidence: {}", evidence.join(", "));
+    let t = &s.tokens;
+    println!(
+        "   tokens under {}: prompt p50 {} p90 {} max {}; response p50 {} p90 {} max {}",
+        t.tokenizer,
+        t.prompt.p50,
+        t.prompt.p90,
+        t.prompt.max,
+        t.response.p50,
+        t.response.p90,
+        t.response.max
+    );
     if let Some(c) = &s.calibration {
         println!(
             "   scorer labels from turn-credit model {} (held-out kappa {:.3} >= {})",
@@ -170,6 +185,7 @@ pub async fn run(lake: &LakeArg, cmd: ExportCommand) -> anyhow::Result<ExitCode>
                 sources: args.sources,
                 min_kappa: args.min_kappa,
                 alpha: args.alpha,
+                model: args.model,
             };
             let out = Location::parse(&args.out)?;
             let (s, m, mpath) = export_verl(&lake, &opts, &out).await?;

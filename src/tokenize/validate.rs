@@ -291,7 +291,8 @@ fn check_row(
     check
 }
 
-fn percentile(sorted: &[usize], p: f64) -> usize {
+/// The nearest-rank `p` percentile of `sorted` (0 when empty).
+pub fn percentile(sorted: &[usize], p: f64) -> usize {
     if sorted.is_empty() {
         return 0;
     }

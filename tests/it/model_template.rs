@@ -176,6 +176,36 @@ fn validate_with_the_kings_model_passes_every_train_turn_and_says_so() {
     );
     let turns = scalar(&lake, "SELECT sum(n_train) FROM sft_mix");
     assert!(out.contains(&format!("{turns} train turns")), "{out}");
+    // export verl counts its prompt and response tokens under the model.
+    let lengths = |extra: &[&str]| {
+        let out = tmp.path().join(format!("verl{}", extra.len()));
+        let mut args = vec![
+            "export",
+            "verl",
+            "--sources",
+            "albedo",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        ok(run(&lake, &args));
+        let summary: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap())
+                .unwrap();
+        summary["tokens"].clone()
+    };
+    let king = lengths(&["--model", model.to_str().unwrap()]);
+    let own = lengths(&[]);
+    assert!(
+        king["tokenizer"].as_str().unwrap().contains("king"),
+        "{king}"
+    );
+    assert!(king["prompt"]["p50"].as_u64().unwrap() > 0);
+    assert_ne!(
+        king["prompt"], own["prompt"],
+        "a 248k vocabulary counts other lengths than a 4k one"
+    );
+
     // A broken template is an error that names the folder.
     std::fs::write(model.join("chat_template.jinja"), "{% for m in messages %}").unwrap();
     let o = run(&lake, &["validate", "--model", model.to_str().unwrap()]);

@@ -310,6 +310,16 @@ fn verl_export_of_a_synthetic_corpus_matches_the_lake_and_reads_back_in_pyarrow(
         trajectories - verified
     );
     assert_eq!(summary["calibration"]["kappa"].as_f64().unwrap(), kappa);
+    // Token lengths under turnlake's own tokenizer, ordered percentiles.
+    let tokens = &summary["tokens"];
+    assert_eq!(tokens["tokenizer"], "turnlake's shipped BPE with ChatML");
+    for part in ["prompt", "response"] {
+        let p = |k: &str| tokens[part][k].as_u64().unwrap();
+        assert!(
+            0 < p("p50") && p("p50") <= p("p90") && p("p90") <= p("p99") && p("p99") <= p("max"),
+            "{tokens}"
+        );
+    }
 
     rebuild_verifies(&out);
 

@@ -9,6 +9,7 @@
 //! the threshold; otherwise nothing is written.
 
 mod shapes;
+pub mod tokens;
 mod writers;
 
 pub use shapes::{rl_schema, sft_schema};
@@ -51,6 +52,10 @@ pub struct VerlOptions {
     pub min_kappa: f64,
     /// The trainer's weight of the trajectory-level advantage.
     pub alpha: f64,
+    /// The model folder whose tokenizer and template count summary.json's
+    /// token lengths (turnlake's own when none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<PathBuf>,
 }
 
 /// `r_exit` from the recorded exit and the last turn with a true label.
@@ -111,6 +116,8 @@ pub struct VerlSummary {
     pub label_sources: BTreeMap<String, u64>,
     /// The turn-credit model whose labels were exported, and its held-out kappa.
     pub calibration: Option<Calibration>,
+    /// Prompt and response lengths in tokens.
+    pub tokens: tokens::TokenLengths,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -331,6 +338,7 @@ pub async fn write(
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Group>(64);
     let (dir_owned, opts_owned) = (dir.to_path_buf(), opts.clone());
     let writer = tokio::task::spawn_blocking(move || -> Result<VerlSummary, ExportError> {
+        let mut counter = tokens::TokenCounter::new(opts_owned.model.as_deref())?;
         let mut w = Writers::create(&dir_owned)?;
         let mut summary = VerlSummary {
             calibration,
@@ -348,7 +356,15 @@ pub async fn write(
                     reason: "no recorded messages".into(),
                 });
             }
-            write_trajectory(&mut w, &mut summary, &opts_owned, &id, tr, &messages)?;
+            write_trajectory(
+                &mut w,
+                &mut summary,
+                &mut counter,
+                &opts_owned,
+                &id,
+                tr,
+                &messages,
+            )?;
         }
         if let Some((next, _)) = pending.next() {
             return Err(ExportError::Integrity {
@@ -358,6 +374,7 @@ pub async fn write(
         }
         summary.r_format_pass_rate =
             summary.r_format_pass as f64 / summary.trajectories.max(1) as f64;
+        summary.tokens = counter.lengths();
         w.finish()?;
         Ok(summary)
     });

@@ -61,6 +61,7 @@ impl Writers {
 pub(super) fn write_trajectory(
     w: &mut Writers,
     summary: &mut VerlSummary,
+    counter: &mut super::tokens::TokenCounter,
     opts: &VerlOptions,
     id: &str,
     tr: &Trajectory,
@@ -176,6 +177,12 @@ pub(super) fn write_trajectory(
     };
     serde_json::to_writer(&mut w.rl_rows, &rl).map_err(std::io::Error::from)?;
     w.rl_rows.push(b'\n');
+    counter.count(
+        id,
+        &recorded.sent_before(first),
+        &recorded.sent_before(last),
+        tr.tools.as_ref().map(|(_, v)| v),
+    )?;
     // The messages that are turns whose label is true train.
     let trained: std::collections::HashSet<i64> = tr
         .turns
