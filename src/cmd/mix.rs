@@ -51,6 +51,10 @@ pub struct SweepArgs {
     pub train_config: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "cpu")]
     pub device: super::train::DeviceArg,
+    /// A Hugging Face model folder whose tokenizer and chat template render
+    /// the rows (see `validate --model`; default: turnlake's own).
+    #[arg(long, value_name = "DIR")]
+    pub model: Option<PathBuf>,
 }
 
 pub fn print_report(r: &MixReport) {

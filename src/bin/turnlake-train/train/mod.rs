@@ -15,7 +15,7 @@ use data::Tokenized;
 use turnlake::columns;
 use turnlake::engine;
 use turnlake::lake::Lake;
-use turnlake::tokenize::template::ChatTemplate;
+use turnlake::tokenize::template::Template;
 use turnlake::tokenize::TextEncoder;
 
 #[derive(Debug, thiserror::Error)]
@@ -49,7 +49,7 @@ pub async fn prepare(
     lake: &Lake,
     table: &str,
     enc: &dyn TextEncoder,
-    template: &ChatTemplate,
+    template: &Template,
 ) -> Result<Prepared, TrainError> {
     let view = lake.view().await?;
     let rows = turnlake::export::sft_rows::rows(lake, table).await?;
