@@ -1,8 +1,8 @@
 -- The SFT rows of rows_in as four streams sorted by each row's place in row_id order (ord),
 -- which export/sft_rows.rs merges a row at a time (turnlake export sft, turnlake validate).
 -- Reads: rows_in (the rows: sft_mix or a product table), messages, turns, turn_credit.
--- Defines: export_rows, export_messages, export_train_turns, export_credit (export_row_keys
--- is what their joins build on).
+-- Defines: export_rows, export_messages, export_train_turns, export_credit, export_judged
+-- (export_row_keys is what their joins build on).
 
 -- Each row's place in row_id order (1, 2, ...), the key of its trajectory, the last message
 -- it reads and its train turns: a few dozen bytes a row (with the rows' own strings there,
@@ -57,4 +57,14 @@ SELECT k.ord, arrow_cast(c.traj_id, 'Utf8') AS traj_id, c.t, c.credit,
        arrow_cast(c.tags, 'List(Utf8)') AS tags
 FROM export_row_keys k
 JOIN turn_credit c ON hash_key(c.traj_id) = k.key AND array_has(k.train_turns, c.t)
+ORDER BY 1, 3;
+
+-- Every judged turn among each row's messages, train turn or not, with the message it is
+-- and its credit: the labels of `export sft --for kto`, read only for it.
+CREATE VIEW export_judged AS
+SELECT k.ord, arrow_cast(c.traj_id, 'Utf8') AS traj_id, c.t, u.msg_idx, c.credit
+FROM export_row_keys k
+JOIN turn_credit c ON hash_key(c.traj_id) = k.key
+JOIN turns u ON u.traj_id = c.traj_id AND u.t = c.t
+WHERE k.upto_msg IS NULL OR u.msg_idx <= k.upto_msg
 ORDER BY 1, 3;

@@ -1,4 +1,4 @@
-//! `turnlake export sft --out PATH [--format jsonl|parquet] [--table sft_mix] [--for axolotl|trl]`,
+//! `turnlake export sft --out PATH [--format jsonl|parquet] [--table sft_mix] [--for axolotl|trl|kto]`,
 //! with `PATH.manifest.json` beside it; `turnlake export verl --out DIR`,
 //! with `DIR/manifest.json`; and `turnlake rebuild MANIFEST`.
 
@@ -161,7 +161,8 @@ pub struct SftArgs {
     pub table: String,
     /// Shape the rows for a trainer: `axolotl` (the rows, with the axolotl
     /// config that loads them beside the file), `trl` (a prompt/completion
-    /// pair per train turn).
+    /// pair per train turn), `kto` (a labelled pair per train turn and per
+    /// other judged turn).
     #[arg(long = "for", value_enum, value_name = "TRAINER")]
     pub trainer: Option<TrainerArg>,
 }
@@ -170,6 +171,7 @@ pub struct SftArgs {
 pub enum TrainerArg {
     Axolotl,
     Trl,
+    Kto,
 }
 
 pub async fn run(lake: &LakeArg, cmd: ExportCommand) -> anyhow::Result<ExitCode> {
@@ -205,6 +207,7 @@ pub async fn run(lake: &LakeArg, cmd: ExportCommand) -> anyhow::Result<ExitCode>
     let trainer = args.trainer.map(|t| match t {
         TrainerArg::Axolotl => Trainer::Axolotl,
         TrainerArg::Trl => Trainer::Trl,
+        TrainerArg::Kto => Trainer::Kto,
     });
     let (s, m, mpath) = export_sft(&lake, &args.table, format, trainer, &out).await?;
     println!(

@@ -13,7 +13,7 @@ use std::io::Write;
 use std::sync::Arc;
 
 use super::sft_rows::stream_memory;
-use super::trainers::{trl_pairs, trl_parquet_schema, Trainer};
+use super::trainers::{kto_parquet_schema, kto_rows, trl_pairs, trl_parquet_schema, Trainer};
 use super::ExportError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,8 +116,8 @@ const PARQUET_ROW_GROUP: usize = 8 * PARQUET_BATCH;
 /// a thirty-second of it in encoded pages. Same rows, same bytes.
 pub struct SftWriter<W: Write + Send> {
     sink: Sink<W>,
-    /// TRL's pairs, not rows (see [`Trainer`]).
-    pairs: bool,
+    /// Whom the rows are shaped for (see [`Trainer`]).
+    trainer: Option<Trainer>,
     schema: Arc<Schema>,
     /// Parquet: serialized rows not yet in a batch, and the most it holds.
     lines: Vec<u8>,
@@ -140,10 +140,10 @@ impl<W: Write + Send> SftWriter<W> {
         format: SftFormat,
         trainer: Option<Trainer>,
     ) -> Result<SftWriter<W>, ExportError> {
-        let pairs = trainer == Some(Trainer::Trl);
-        let schema = match pairs {
-            true => trl_parquet_schema(),
-            false => parquet_schema(),
+        let schema = match trainer {
+            Some(Trainer::Trl) => trl_parquet_schema(),
+            Some(Trainer::Kto) => kto_parquet_schema(),
+            Some(Trainer::Axolotl) | None => parquet_schema(),
         };
         let sink = match format {
             SftFormat::Jsonl => Sink::Jsonl(w),
@@ -162,7 +162,7 @@ impl<W: Write + Send> SftWriter<W> {
         };
         Ok(SftWriter {
             sink,
-            pairs,
+            trainer,
             schema,
             lines: Vec::new(),
             buffered: 0,
@@ -175,12 +175,10 @@ impl<W: Write + Send> SftWriter<W> {
     pub fn write(&mut self, rows: &[Value]) -> Result<(), ExportError> {
         for r in rows {
             self.summary.train_turns += r["train_meta"].as_array().map_or(0, Vec::len);
-            if self.pairs {
-                for pair in trl_pairs(r) {
-                    self.write_one(&pair)?;
-                }
-            } else {
-                self.write_one(r)?;
+            match self.trainer {
+                Some(Trainer::Trl) => trl_pairs(r).iter().try_for_each(|p| self.write_one(p))?,
+                Some(Trainer::Kto) => kto_rows(r).iter().try_for_each(|p| self.write_one(p))?,
+                Some(Trainer::Axolotl) | None => self.write_one(r)?,
             }
         }
         Ok(())

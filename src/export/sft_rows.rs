@@ -229,6 +229,36 @@ fn turn_credits(batch: &RecordBatch) -> Result<Vec<(i64, TurnCredit)>, ExportErr
         .collect())
 }
 
+/// A judged turn among a row's messages (what `--for kto` labels).
+struct Judged {
+    traj_id: Option<String>,
+    t: Option<i64>,
+    msg_idx: i64,
+    credit: f64,
+}
+
+fn judged_turns(batch: &RecordBatch) -> Result<Vec<(i64, Judged)>, ExportError> {
+    let b = std::slice::from_ref(batch);
+    let (ord, traj, t, msg_idx, credit) = (
+        i64s(b, "ord"),
+        strings(b, "traj_id"),
+        i64s(b, "t"),
+        i64s(b, "msg_idx"),
+        f64s(b, "credit"),
+    );
+    Ok((0..ord.len())
+        .map(|i| {
+            let j = Judged {
+                traj_id: traj[i].clone(),
+                t: t[i],
+                msg_idx: msg_idx[i].unwrap_or(-1),
+                credit: credit[i].unwrap_or(0.0),
+            };
+            (ord[i].unwrap_or(-1), j)
+        })
+        .collect())
+}
+
 /// The train turns of a row, each with its train_meta entry: weight is the
 /// turn's credit (0 without any), and whether it is a recovery
 /// ([`crate::turn::is_recovery`]). Turns and credit of another trajectory (let
@@ -259,6 +289,22 @@ pub async fn stream_rows<C, F>(
     lake: &Lake,
     table: &str,
     state: C,
+    consume: F,
+) -> Result<C, ExportError>
+where
+    C: Send + 'static,
+    F: FnMut(&mut C, Vec<Value>) -> Result<(), ExportError> + Send + 'static,
+{
+    stream_rows_with(lake, table, false, state, consume).await
+}
+
+/// [`stream_rows`]; with `judged`, each message that is a judged turn also
+/// carries `judged: {"t", "credit"}` (what `export sft --for kto` labels).
+pub async fn stream_rows_with<C, F>(
+    lake: &Lake,
+    table: &str,
+    judged: bool,
+    state: C,
     mut consume: F,
 ) -> Result<C, ExportError>
 where
@@ -276,7 +322,7 @@ where
         }
         Ok::<C, ExportError>(state)
     });
-    let produced = produce(lake, table, &tx).await;
+    let produced = produce(lake, table, judged, &tx).await;
     drop(tx);
     let consumed = consumer.await.expect("row consumer panicked");
     produced?;
@@ -287,6 +333,7 @@ where
 async fn produce(
     lake: &Lake,
     table: &str,
+    judged: bool,
     tx: &tokio::sync::mpsc::Sender<Vec<Value>>,
 ) -> Result<(), ExportError> {
     // One session per stream: two jobs running at once in one Ballista
@@ -324,6 +371,14 @@ async fn produce(
             "credit",
             turn_credits,
         ),
+        judged: match judged {
+            true => Some(OrdCursor::new(
+                small("export_judged", "judged turns").await?,
+                "judged turns",
+                judged_turns,
+            )),
+            false => None,
+        },
         chunk: Vec::with_capacity(CHUNK_ROWS),
         chunk_bytes: 0,
         // Four chunks are in flight at most: being built, two queued, consumed.
@@ -450,6 +505,8 @@ struct OpenRow {
 struct Chunker<'a> {
     turns: OrdCursor<TrainTurn>,
     credit: OrdCursor<TurnCredit>,
+    /// Every judged turn, when asked for.
+    judged: Option<OrdCursor<Judged>>,
     chunk: Vec<Value>,
     /// Content bytes in `chunk`, and the most a chunk holds.
     chunk_bytes: usize,
@@ -478,6 +535,18 @@ impl Chunker<'_> {
             m["train"] = Value::Bool(meta.iter().any(|(msg_idx, _)| msg_idx == i));
         }
         row["train_meta"] = Value::Array(meta.into_iter().map(|(_, entry)| entry).collect());
+        if let Some(cursor) = &mut self.judged {
+            let judged = cursor.take(ord).await?;
+            let own = judged
+                .iter()
+                .filter(|j| j.traj_id.as_deref() == Some(traj_id.as_str()));
+            for j in own {
+                let messages = row["messages"].as_array_mut().expect("list");
+                if let Some(at) = idx.iter().position(|i| *i == j.msg_idx) {
+                    messages[at]["judged"] = json!({"t": j.t, "credit": j.credit});
+                }
+            }
+        }
         self.chunk.push(row);
         self.chunk_bytes += bytes;
         if self.chunk.len() < CHUNK_ROWS && self.chunk_bytes < self.max_chunk_bytes {

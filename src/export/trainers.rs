@@ -6,7 +6,10 @@
 //! - `trl`: one conversational prompt/completion pair per train turn, the
 //!   messages before it as the prompt. TRL's `assistant_only_loss` trains
 //!   every assistant message and ignores a per-message flag; a
-//!   completion-only loss on these pairs trains exactly the train turns.
+//!   completion-only loss on these pairs trains exactly the train turns;
+//! - `kto`: the same pairs, unpaired and labelled, as KTO-style trainers take
+//!   them: every train turn (`label: true`) and every judged turn that is not
+//!   one (`label`: whether the judge credited it).
 
 use std::sync::Arc;
 
@@ -21,16 +24,60 @@ use super::sft::SftFormat;
 pub enum Trainer {
     Axolotl,
     Trl,
+    Kto,
 }
 
 /// A message as a prompt or completion holds it: the row's message
-/// without its `train` flag (which the pair's shape says).
+/// without its `train` flag and judgement (which the pair's shape says).
 fn chat_message(m: &Value) -> Value {
     let mut m = m.clone();
     if let Some(map) = m.as_object_mut() {
         map.remove("train");
+        map.remove("judged");
     }
     m
+}
+
+/// A pair of `row`: the messages before `at` as the prompt, `at` as the completion.
+fn pair(row: &Value, messages: &[Value], at: usize, t: &Value) -> Value {
+    let mut pair = serde_json::json!({
+        "row_id": row["row_id"],
+        "mix": row["mix"],
+        "t": t,
+        "prompt": messages[..at].iter().map(chat_message).collect::<Vec<_>>(),
+        "completion": [chat_message(&messages[at])],
+    });
+    if let Some(tools) = row.get("tools") {
+        pair["tools"] = tools.clone();
+    }
+    pair
+}
+
+/// The KTO rows of `row` (read with its judged turns): each train turn
+/// labelled true, each other judged turn labelled by whether it earned
+/// credit, in message order.
+pub fn kto_rows(row: &Value) -> Vec<Value> {
+    let empty = Vec::new();
+    let messages = row["messages"].as_array().unwrap_or(&empty);
+    let meta = row["train_meta"].as_array().unwrap_or(&empty);
+    let mut train_t = meta.iter().map(|m| &m["t"]);
+    messages
+        .iter()
+        .enumerate()
+        .filter_map(|(i, m)| {
+            let (t, label) = match (m["train"] == true, m.get("judged")) {
+                (true, _) => (train_t.next().cloned().unwrap_or(Value::Null), true),
+                (false, Some(j)) => (
+                    j["t"].clone(),
+                    j["credit"].as_f64().is_some_and(|c| c > 0.0),
+                ),
+                (false, None) => return None,
+            };
+            let mut row = pair(row, messages, i, &t);
+            row["label"] = Value::Bool(label);
+            Some(row)
+        })
+        .collect()
 }
 
 /// TRL's conversational prompt/completion pairs of `row`, one per train
@@ -46,20 +93,20 @@ pub fn trl_pairs(row: &Value) -> Vec<Value> {
         .enumerate()
         .filter(|(_, m)| m["train"] == true)
         .zip(meta)
-        .map(|((i, m), meta)| {
-            let mut pair = serde_json::json!({
-                "row_id": row["row_id"],
-                "mix": row["mix"],
-                "t": meta["t"],
-                "prompt": messages[..i].iter().map(chat_message).collect::<Vec<_>>(),
-                "completion": [chat_message(m)],
-            });
-            if let Some(tools) = row.get("tools") {
-                pair["tools"] = tools.clone();
-            }
-            pair
-        })
+        .map(|((i, _), meta)| pair(row, messages, i, &meta["t"]))
         .collect()
+}
+
+/// The Parquet schema of the KTO rows (`schemas/exports/kto.json`): the
+/// pairs' with a `label`.
+pub fn kto_parquet_schema() -> Arc<Schema> {
+    let mut fields: Vec<Field> = trl_parquet_schema()
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone())
+        .collect();
+    fields.push(Field::new("label", DataType::Boolean, false));
+    Arc::new(Schema::new(fields))
 }
 
 /// The Parquet schema of the TRL pairs (`schemas/exports/trl.json`).
@@ -146,6 +193,39 @@ mod tests {
             serde_json::json!({"role": "assistant", "content": "a2"})
         );
         assert!(pairs[1].get("tools").is_none());
+    }
+
+    #[test]
+    fn kto_labels_train_turns_true_and_other_judged_turns_by_their_credit() {
+        let row = serde_json::json!({
+            "row_id": "r1", "mix": "credit",
+            "messages": [
+                {"role": "user", "content": "u", "train": false},
+                {"role": "assistant", "content": "a1", "train": false, "judged": {"t": 1, "credit": 0.0}},
+                {"role": "user", "content": "o1", "train": false},
+                {"role": "assistant", "content": "a2", "train": false, "judged": {"t": 2, "credit": 0.5}},
+                {"role": "user", "content": "o2", "train": false},
+                {"role": "assistant", "content": "a3", "train": true, "judged": {"t": 3, "credit": 1.0}},
+                {"role": "user", "content": "o3", "train": false},
+                {"role": "assistant", "content": "a4", "train": false},
+            ],
+            "train_meta": [{"t": 3}],
+        });
+        let rows = kto_rows(&row);
+        let got: Vec<(Value, bool)> = rows
+            .iter()
+            .map(|r| (r["t"].clone(), r["label"].as_bool().unwrap()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![(1.into(), false), (2.into(), true), (3.into(), true)]
+        );
+        assert_eq!(rows[2]["prompt"].as_array().unwrap().len(), 5);
+        assert!(rows[2]["prompt"][1].get("judged").is_none());
+        assert_eq!(
+            rows[2]["completion"],
+            serde_json::json!([{"role": "assistant", "content": "a3"}])
+        );
     }
 
     #[test]

@@ -50,7 +50,10 @@ pub async fn write_sft(
         })
         .await??
     };
-    let streamed = sft_rows::stream_rows(lake, table, writer, |w, rows| w.write(&rows)).await;
+    // KTO labels every judged turn, which the rows carry only when asked.
+    let judged = trainer == Some(Trainer::Kto);
+    let streamed =
+        sft_rows::stream_rows_with(lake, table, judged, writer, |w, rows| w.write(&rows)).await;
     let written = match streamed {
         Ok(w) => tokio::task::spawn_blocking(move || w.finish()).await?,
         Err(e) => Err(e),

@@ -333,6 +333,15 @@ fn export_matches_the_record(dir: &Path, lake: &Path, work: &Path) {
     std::fs::write(&config, MSWEA_SELECT).unwrap();
     ok(run(lake, &["select", "--config", config.to_str().unwrap()]));
     ok(run(lake, &["mix", "--config", config.to_str().unwrap()]));
+    // The king's own template and vocabulary take every train turn, tool
+    // calls rendered as its <tool_call><function=...> XML.
+    let model = king_model(work);
+    let o = ok(run(lake, &["validate", "--model", model.to_str().unwrap()]));
+    assert!(
+        stdout(&o).contains("100.00% decode back exactly"),
+        "{}",
+        stdout(&o)
+    );
     for format in ["jsonl", "parquet"] {
         let out = work.join(format!("sft.{format}"));
         let path = out.to_str().unwrap();

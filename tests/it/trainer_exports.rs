@@ -170,3 +170,76 @@ fn trl_prepares_the_pairs_with_chatml_and_the_kings_template() {
     let out = trl_prepares(&pairs, &["model".as_ref(), model.as_os_str()]);
     assert!(out.contains(&format!("ok: {n} pairs")), "{out}");
 }
+
+#[test]
+fn kto_labels_every_train_turn_true_and_the_other_judged_turns_by_credit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lake = mixed_lake(tmp.path());
+    let trl = tmp.path().join("trl.jsonl");
+    export(&lake, &trl, &["--for", "trl"]);
+    let pairs = json_lines(&trl);
+    for format in ["jsonl", "parquet"] {
+        let out = tmp.path().join(format!("kto.{format}"));
+        export(&lake, &out, &["--for", "kto", "--format", format]);
+        let rows = match format {
+            "jsonl" => json_lines(&out),
+            _ => parquet_rows(&out),
+        };
+        let strip = |r: &Value| {
+            let msgs = |k: &str| {
+                r[k].as_array()
+                    .unwrap()
+                    .iter()
+                    .map(plain)
+                    .collect::<Vec<_>>()
+            };
+            (
+                r["row_id"].clone(),
+                r["t"].clone(),
+                msgs("prompt"),
+                msgs("completion"),
+            )
+        };
+        // The positives that are train turns are exactly TRL's pairs.
+        let train: std::collections::BTreeSet<(String, i64)> = pairs
+            .iter()
+            .map(|p| {
+                (
+                    p["row_id"].as_str().unwrap().to_string(),
+                    p["t"].as_i64().unwrap(),
+                )
+            })
+            .collect();
+        let key = |r: &Value| {
+            (
+                r["row_id"].as_str().unwrap().to_string(),
+                r["t"].as_i64().unwrap(),
+            )
+        };
+        let of_train: Vec<_> = rows
+            .iter()
+            .filter(|r| train.contains(&key(r)))
+            .map(strip)
+            .collect();
+        assert_eq!(
+            of_train,
+            pairs.iter().map(strip).collect::<Vec<_>>(),
+            "{format}"
+        );
+        assert!(rows
+            .iter()
+            .filter(|r| train.contains(&key(r)))
+            .all(|r| r["label"] == true));
+        // The judge's other turns come labelled, and some earned nothing.
+        let others: Vec<&Value> = rows.iter().filter(|r| !train.contains(&key(r))).collect();
+        assert!(
+            others.iter().any(|r| r["label"] == false),
+            "{format}: no negative"
+        );
+        for r in &others {
+            assert_eq!(r["completion"][0]["role"], "assistant", "{format}");
+        }
+        let manifest = tmp.path().join(format!("kto.{format}.manifest.json"));
+        assert!(rebuilt(&manifest).contains("rebuilt 1 file(s)"));
+    }
+}
