@@ -242,4 +242,19 @@ fn kto_labels_every_train_turn_true_and_the_other_judged_turns_by_credit() {
         let manifest = tmp.path().join(format!("kto.{format}.manifest.json"));
         assert!(rebuilt(&manifest).contains("rebuilt 1 file(s)"));
     }
+    // TRL's own KTO data steps take the rows as they are.
+    let python = tools_dir().join("py/bin/python");
+    let out = tmp.path().join("kto.jsonl");
+    let o = std::process::Command::new(&python)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("python/trl_kto_prepare.py"))
+        .arg(&out)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("data/tokenizer.json"))
+        .env("HF_HUB_OFFLINE", "1")
+        .env("HF_DATASETS_OFFLINE", "1")
+        .env("HF_HOME", tmp.path().join("hf"))
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {e} (run ./setup.sh)", python.display()));
+    let n = json_lines(&out).len();
+    let text = stdout(&ok(o));
+    assert!(text.contains(&format!("ok: {n} rows")), "{text}");
 }
