@@ -107,6 +107,49 @@ pub async fn read(path: &Location) -> Result<Manifest, ExportError> {
 
 /// Compare the files in `dir` with the manifest (hashed on a blocking
 /// thread, streamed where remote); the files that differ, with why.
+/// Where file `path` of a manifest goes under the folder `out`: a manifest
+/// is someone else's file, so a path that is absolute, climbs with `..`, or
+/// leads (through a symlink already under `out`) outside it is refused.
+pub fn confined(out: &Path, path: &str) -> Result<std::path::PathBuf, ExportError> {
+    use std::path::Component;
+    let refuse = |why: &str| {
+        ExportError::Refused(format!(
+            "the manifest's file path {path:?} {why}; rebuild writes only inside {}",
+            out.display()
+        ))
+    };
+    let relative = Path::new(path);
+    if path.is_empty() || relative.is_absolute() {
+        return Err(refuse("is absolute or empty"));
+    }
+    if !relative
+        .components()
+        .all(|c| matches!(c, Component::Normal(_)))
+    {
+        return Err(refuse("leaves its folder (a `..` or root component)"));
+    }
+    // A symlink under `out` may lead elsewhere: the deepest part of the
+    // path that exists must resolve inside `out`.
+    let root = out
+        .canonicalize()
+        .map_err(|e| ExportError::Refused(format!("{}: {e}", out.display())))?;
+    let mut existing = out.join(relative);
+    while !existing.exists() {
+        match existing.parent() {
+            Some(parent) => existing = parent.to_path_buf(),
+            None => break,
+        }
+    }
+    match existing.canonicalize() {
+        Ok(real) if real.starts_with(&root) => Ok(out.join(relative)),
+        Ok(real) => Err(refuse(&format!(
+            "resolves to {} through a symlink",
+            real.display()
+        ))),
+        Err(e) => Err(refuse(&format!("cannot be resolved: {e}"))),
+    }
+}
+
 pub async fn verify(manifest: &Manifest, dir: &Location) -> Vec<String> {
     let (files, dir) = (manifest.files.clone(), dir.clone());
     let check = move || {

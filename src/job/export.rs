@@ -180,7 +180,6 @@ pub async fn rebuild(
 ) -> anyhow::Result<Rebuilt> {
     let mpath = manifest_at;
     let m = manifest::read(mpath).await?;
-    let lake = crate::lake::Lake::open_as_of(&m.lake, &m.lake_commit.to_string()).await?;
     let scratch;
     let dir = match out {
         Some(d) => {
@@ -192,6 +191,16 @@ pub async fn rebuild(
             scratch.path().to_path_buf()
         }
     };
+    // Every file the manifest names stays inside the folder, before anything is written.
+    for file in &m.files {
+        manifest::confined(&dir, &file.path)?;
+    }
+    // The manifest names the lake it read; say which one is read before reading it.
+    eprintln!(
+        "rebuild: reading the lake {} at lake commit {}",
+        m.lake, m.lake_commit
+    );
+    let lake = crate::lake::Lake::open_as_of(&m.lake, &m.lake_commit.to_string()).await?;
     match m.export["kind"].as_str().unwrap_or("") {
         "sft" => {
             let table = m.export["table"].as_str().unwrap_or("sft_mix");

@@ -330,6 +330,53 @@ fn an_export_as_of_a_snapshot_is_byte_identical_and_rebuild_verifies_it() {
         "{}",
         stderr(&o)
     );
+
+    // A manifest is someone else's file: a path that leaves --out (by `..`,
+    // absolutely, or through a symlink under it) is refused, naming the
+    // path, and nothing is written outside --out.
+    let out = tmp.path().join("rebuilt");
+    let outside = tmp.path().join("outside");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::os::unix::fs::symlink(&outside, out.join("link")).unwrap();
+    let absolute = outside.join("abs.jsonl");
+    for path in [
+        "../escaped.jsonl",
+        absolute.to_str().unwrap(),
+        "link/x.jsonl",
+    ] {
+        let mut hostile = manifest.clone();
+        hostile["files"][0]["path"] = serde_json::json!(path);
+        let at = tmp.path().join("hostile.manifest.json");
+        std::fs::write(&at, serde_json::to_vec(&hostile).unwrap()).unwrap();
+        let o = bin()
+            .args([
+                "rebuild",
+                at.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        assert!(!o.status.success(), "{path}");
+        assert!(
+            stderr(&o).contains(&format!("file path {path:?}")),
+            "{path}: {}",
+            stderr(&o)
+        );
+        assert!(!tmp.path().join("escaped.jsonl").exists());
+        assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0, "{path}");
+    }
+    // It says which lake it reads before reading it.
+    let o = ok(bin()
+        .args(["rebuild", manifest_path.to_str().unwrap()])
+        .output()
+        .unwrap());
+    assert!(
+        stderr(&o).contains("rebuild: reading the lake "),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
