@@ -13,9 +13,9 @@ use crate::cmd::LakeArg;
     about = "Batch processor over a columnar lake of coding-agent trajectories"
 )]
 pub struct Cli {
-    /// Lake root: a folder, a file:// URL or s3://bucket/prefix (credentials, region and endpoint from the AWS_* environment).
-    #[arg(long, global = true, env = "TURNLAKE_LAKE", default_value = "./lake")]
-    pub lake: String,
+    /// Lake root: a folder, a file:// URL or s3://bucket/prefix (credentials, region and endpoint from the AWS_* environment) [default: ./lake].
+    #[arg(long, global = true, env = "TURNLAKE_LAKE")]
+    pub lake: Option<String>,
     /// Read the lake as of a snapshot NAME, a lake commit VERSION or an RFC 3339
     /// TIMESTAMP (the last commit at or before it). Reading commands only.
     #[arg(long, global = true, value_name = "NAME|VERSION|TIMESTAMP")]
@@ -148,7 +148,7 @@ impl Cli {
     /// The lake the global options name.
     pub fn lake_arg(&self) -> LakeArg {
         LakeArg {
-            root: self.lake.clone(),
+            root: self.lake.clone().unwrap_or_else(|| "./lake".into()),
             as_of: self.as_of.clone(),
             cluster: self.cluster.clone(),
         }
@@ -170,7 +170,8 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Export { what } => cmd::export::run(&lake, what).await,
         Command::Show(args) => cmd::show::run(&lake, args).await,
         Command::Snapshot { what } => cmd::snapshot::run(&lake, what).await,
-        Command::Rebuild(args) => cmd::export::rebuild(args).await,
+        // Only a lake the user named: otherwise the manifest's own.
+        Command::Rebuild(args) => cmd::export::rebuild(args, cli.lake.as_deref()).await,
         Command::Build(args) => cmd::build::run(&lake, args).await,
         Command::Vacuum(args) => cmd::maintain::vacuum(&lake, args).await,
         Command::Optimize => cmd::maintain::optimize(&lake).await,

@@ -227,10 +227,12 @@ pub struct RebuildArgs {
 }
 
 /// `turnlake rebuild`: reproduce an export from the lake commit its manifest
-/// records and check every file's hash; a mismatch names the file.
-pub async fn rebuild(args: RebuildArgs) -> anyhow::Result<ExitCode> {
-    let r =
-        crate::job::export::rebuild(&Location::parse(&args.manifest)?, args.out.as_deref()).await?;
+/// records and check every file's hash; a mismatch names the file. It reads
+/// `lake` when the user named one (`--lake`, `TURNLAKE_LAKE`), else the
+/// lake the manifest names.
+pub async fn rebuild(args: RebuildArgs, lake: Option<&str>) -> anyhow::Result<ExitCode> {
+    let manifest = Location::parse(&args.manifest)?;
+    let r = crate::job::export::rebuild(&manifest, args.out.as_deref(), lake).await?;
     if r.mismatches.is_empty() {
         println!(
             "rebuilt {} file(s) from lake commit {}: every sha256 matches",

@@ -177,6 +177,7 @@ pub struct Rebuilt {
 pub async fn rebuild(
     manifest_at: &Location,
     out: Option<&std::path::Path>,
+    lake: Option<&str>,
 ) -> anyhow::Result<Rebuilt> {
     let mpath = manifest_at;
     let m = manifest::read(mpath).await?;
@@ -195,12 +196,29 @@ pub async fn rebuild(
     for file in &m.files {
         manifest::confined(&dir, &file.path)?;
     }
-    // The manifest names the lake it read; say which one is read before reading it.
-    eprintln!(
-        "rebuild: reading the lake {} at lake commit {}",
-        m.lake, m.lake_commit
-    );
-    let lake = crate::lake::Lake::open_as_of(&m.lake, &m.lake_commit.to_string()).await?;
+    // The lake the user named, else the manifest's (someone else's word for
+    // where to read, with this user's credentials): say which, before reading.
+    let root = match lake {
+        Some(named) => {
+            let differs =
+                crate::lake::Lake::open(named)?.root() != crate::lake::Lake::open(&m.lake)?.root();
+            if differs {
+                eprintln!(
+                    "rebuild: reading the lake {named} at lake commit {} (the manifest names {})",
+                    m.lake_commit, m.lake
+                );
+            }
+            named
+        }
+        None => {
+            eprintln!(
+                "rebuild: reading the lake {} that the manifest names, at lake commit {} (--lake reads another)",
+                m.lake, m.lake_commit
+            );
+            m.lake.as_str()
+        }
+    };
+    let lake = crate::lake::Lake::open_as_of(root, &m.lake_commit.to_string()).await?;
     match m.export["kind"].as_str().unwrap_or("") {
         "sft" => {
             let table = m.export["table"].as_str().unwrap_or("sft_mix");

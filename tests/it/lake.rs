@@ -367,15 +367,41 @@ fn an_export_as_of_a_snapshot_is_byte_identical_and_rebuild_verifies_it() {
         assert!(!tmp.path().join("escaped.jsonl").exists());
         assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0, "{path}");
     }
-    // It says which lake it reads before reading it.
+    // It says which lake it reads before reading it: the manifest's, or the
+    // one the user names (here a copy of it).
     let o = ok(bin()
         .args(["rebuild", manifest_path.to_str().unwrap()])
         .output()
         .unwrap());
     assert!(
-        stderr(&o).contains("rebuild: reading the lake "),
+        stderr(&o).contains("that the manifest names"),
         "{}",
         stderr(&o)
+    );
+    let copy = tmp.path().join("lake-copy");
+    let cp = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(&lake)
+        .arg(&copy)
+        .status()
+        .unwrap();
+    assert!(cp.success());
+    let o = ok(bin()
+        .arg("--lake")
+        .arg(&copy)
+        .args(["rebuild", manifest_path.to_str().unwrap()])
+        .output()
+        .unwrap());
+    assert!(
+        stderr(&o).contains(&format!("reading the lake {}", copy.display()))
+            && stderr(&o).contains("(the manifest names"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        stdout(&o).contains("every sha256 matches"),
+        "{}",
+        stdout(&o)
     );
 }
 
