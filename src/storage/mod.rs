@@ -532,7 +532,11 @@ impl Entry {
     }
 }
 
-/// Files under a local path (itself if a file), in path order.
+/// Files under a local path (itself if a file), in path order. What cannot
+/// be read as a regular file (a FIFO, socket or device, a symlink loop, an
+/// entry the walk cannot open) is skipped with a warning naming it, as is a
+/// symlink to a folder (not followed, as ripgrep does): another person's
+/// folder must not hang or stop a walk.
 fn local_files(p: &Path) -> std::io::Result<Vec<Entry>> {
     let meta = std::fs::metadata(p)?;
     if !meta.is_dir() {
@@ -542,22 +546,47 @@ fn local_files(p: &Path) -> std::io::Result<Vec<Entry>> {
             etag: None,
         }]);
     }
+    let skip = |path: &Path, why: &str| eprintln!("warning: skipping {}: {why}", path.display());
     let mut out = Vec::new();
-    let mut stack = vec![p.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir)? {
-            let entry = entry?;
-            let meta = std::fs::metadata(entry.path())?;
-            if meta.is_dir() {
-                stack.push(entry.path());
-            } else {
-                out.push(Entry {
-                    location: Location::Local(entry.path()),
-                    size: meta.len(),
-                    etag: None,
-                });
+    for entry in walkdir::WalkDir::new(p).sort_by_file_name() {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(e) => {
+                let at = e.path().map_or_else(|| p.to_path_buf(), Path::to_path_buf);
+                skip(&at, &e.to_string());
+                continue;
             }
+        };
+        let path = entry.path();
+        let file_type = entry.file_type();
+        if file_type.is_dir() {
+            continue;
         }
+        // A symlink: read what it names when that is a regular file.
+        let meta = match (file_type.is_symlink(), std::fs::metadata(path)) {
+            (_, Err(e)) => {
+                skip(path, &e.to_string());
+                continue;
+            }
+            (true, Ok(m)) if m.is_dir() => {
+                skip(path, "a symlink to a folder (not followed)");
+                continue;
+            }
+            (_, Ok(m)) => m,
+        };
+        if !meta.is_file() {
+            skip(path, "not a regular file (a FIFO, socket or device)");
+            continue;
+        }
+        if let Err(e) = std::fs::File::open(path) {
+            skip(path, &e.to_string());
+            continue;
+        }
+        out.push(Entry {
+            location: Location::Local(path.to_path_buf()),
+            size: meta.len(),
+            etag: None,
+        });
     }
     out.sort_by(|a, b| a.location.as_local().cmp(&b.location.as_local()));
     Ok(out)

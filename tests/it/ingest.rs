@@ -474,3 +474,48 @@ fn sql_formats_and_errors() {
         "grep -r"
     );
 }
+
+/// Someone else's folder: a FIFO named like a run, a symlink loop and a
+/// symlink to a folder neither hang nor stop the walk; each is skipped with
+/// a warning naming it, and the good runs ingest.
+#[test]
+fn a_folder_walk_skips_what_is_not_a_readable_regular_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("in");
+    std::fs::create_dir_all(&input).unwrap();
+    let mut runs = 0;
+    for entry in std::fs::read_dir(fixtures().join("mswea")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            std::fs::copy(&path, input.join(path.file_name().unwrap())).unwrap();
+            runs += 1;
+        }
+    }
+    let fifo = input.join("blocked.traj.json");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    std::os::unix::fs::symlink(&input, input.join("loop")).unwrap();
+    let elsewhere = tmp.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, input.join("linked")).unwrap();
+
+    let lake = tmp.path().join("lake");
+    let o = ok(run(&lake, &["ingest", "mswea", input.to_str().unwrap()]));
+    let err = stderr(&o);
+    for skipped in ["blocked.traj.json", "loop", "linked"] {
+        assert!(
+            err.contains(&format!(
+                "warning: skipping {}",
+                input.join(skipped).display()
+            )),
+            "{skipped}: {err}"
+        );
+    }
+    assert_eq!(
+        scalar(&lake, "SELECT count(*) FROM trajectories"),
+        runs.to_string()
+    );
+}
