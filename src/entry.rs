@@ -34,7 +34,7 @@ pub fn main(command: fn() -> anyhow::Result<ExitCode>) -> ExitCode {
                 end_by_sigpipe();
             }
             // No secret of the environment reaches the terminal, whatever failed.
-            let text = crate::storage::s3::redact(&format!("{err:#}"));
+            let text = crate::storage::s3::redact(&chain_text(&err));
             eprintln!("turnlake: {text}");
             if let Some(hint) = crate::storage::s3::hint(err.chain()) {
                 if !text.contains(hint) {
@@ -44,6 +44,27 @@ pub fn main(command: fn() -> anyhow::Result<ExitCode>) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `err` cause by cause, each said once: a cause that ends with the text of
+/// a deeper one (a wrapper that prints its source) keeps only its own words,
+/// and a text already said is left out, so a full disk is not "No space left
+/// on device" five times.
+pub fn chain_text(err: &anyhow::Error) -> String {
+    let texts: Vec<String> = err.chain().map(|c| c.to_string()).collect();
+    let mut said: Vec<String> = Vec::new();
+    for (i, text) in texts.iter().enumerate() {
+        let mut own = text.as_str();
+        for deeper in &texts[i + 1..] {
+            if !deeper.is_empty() && own.ends_with(deeper.as_str()) {
+                own = own[..own.len() - deeper.len()].trim_end_matches([':', ' ']);
+            }
+        }
+        if !own.is_empty() && !said.iter().any(|s| s == own) {
+            said.push(own.to_string());
+        }
+    }
+    said.join(": ")
 }
 
 /// Whether `err` is a write that failed because its reader went away: an
@@ -80,8 +101,23 @@ fn end_by_sigpipe() -> ! {
 
 #[cfg(test)]
 mod tests {
-    use super::broken_pipe;
+    use super::{broken_pipe, chain_text};
     use std::io::{Error, ErrorKind};
+
+    #[test]
+    fn every_cause_is_said_once() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("writing turns: {0}")]
+        struct Wrapper(#[source] std::io::Error);
+        let disk = || std::io::Error::from_raw_os_error(28);
+        let err = anyhow::Error::new(Wrapper(disk()))
+            .context("ingest mini-coder")
+            .context(format!("flushing: {}", disk()));
+        let text = chain_text(&err);
+        assert_eq!(text.matches("No space left on device").count(), 1, "{text}");
+        assert!(text.contains("ingest mini-coder"), "{text}");
+        assert!(text.starts_with("flushing: "), "{text}");
+    }
 
     #[test]
     fn a_broken_pipe_is_found_by_its_kind_through_the_chain() {
