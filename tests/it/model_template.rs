@@ -127,23 +127,7 @@ fn the_kings_template_and_vocabulary_give_transformers_ids() {
 fn validate_with_the_kings_model_passes_every_train_turn_and_says_so() {
     let tmp = tempfile::tempdir().unwrap();
     let model = king_model(tmp.path());
-    let lake = tmp.path().join("lake");
-    let f = fixtures().join("select");
-    ok(run(
-        &lake,
-        &["ingest", "albedo", f.join("albedo").to_str().unwrap()],
-    ));
-    ok(run(
-        &lake,
-        &[
-            "ingest",
-            "mini-coder",
-            f.join("mini-coder").to_str().unwrap(),
-        ],
-    ));
-    for step in ["credit", "select", "mix"] {
-        ok(run(&lake, &[step]));
-    }
+    let lake = mixed_lake(tmp.path());
     let o = ok(run(
         &lake,
         &["validate", "--model", model.to_str().unwrap()],

@@ -26,23 +26,7 @@ fn json(path: &Path) -> Value {
 #[test]
 fn train_renders_with_a_model_folders_tokenizer_and_template() {
     let tmp = tempfile::tempdir().unwrap();
-    let lake = tmp.path().join("lake");
-    let f = fixtures().join("select");
-    ok(run(
-        &lake,
-        &["ingest", "albedo", f.join("albedo").to_str().unwrap()],
-    ));
-    ok(run(
-        &lake,
-        &[
-            "ingest",
-            "mini-coder",
-            f.join("mini-coder").to_str().unwrap(),
-        ],
-    ));
-    for step in ["credit", "select", "mix"] {
-        ok(run(&lake, &[step]));
-    }
+    let lake = mixed_lake(tmp.path());
     let model = king_model(tmp.path());
     let config = tmp.path().join("small.toml");
     std::fs::write(

@@ -9,27 +9,6 @@ use serde_json::Value;
 
 use crate::common::*;
 
-fn mixed_lake(tmp: &Path) -> std::path::PathBuf {
-    let lake = tmp.join("lake");
-    let f = fixtures().join("select");
-    ok(run(
-        &lake,
-        &["ingest", "albedo", f.join("albedo").to_str().unwrap()],
-    ));
-    ok(run(
-        &lake,
-        &[
-            "ingest",
-            "mini-coder",
-            f.join("mini-coder").to_str().unwrap(),
-        ],
-    ));
-    for step in ["credit", "select", "mix"] {
-        ok(run(&lake, &[step]));
-    }
-    lake
-}
-
 fn export(lake: &Path, out: &Path, extra: &[&str]) {
     let mut args = vec!["export", "sft", "--out", out.to_str().unwrap()];
     args.extend_from_slice(extra);

@@ -27,27 +27,6 @@ fn mix_size(lake: &Path) -> (String, String) {
     (r[0][0].clone(), r[0][1].clone())
 }
 
-fn mixed_lake(tmp: &Path) -> std::path::PathBuf {
-    let lake = tmp.join("lake");
-    let f = fixtures().join("select");
-    ok(run(
-        &lake,
-        &["ingest", "albedo", f.join("albedo").to_str().unwrap()],
-    ));
-    ok(run(
-        &lake,
-        &[
-            "ingest",
-            "mini-coder",
-            f.join("mini-coder").to_str().unwrap(),
-        ],
-    ));
-    ok(run(&lake, &["credit"]));
-    ok(run(&lake, &["select"]));
-    ok(run(&lake, &["mix"]));
-    lake
-}
-
 #[test]
 fn every_train_turn_decodes_back_with_the_shipped_tokenizer() {
     let tmp = tempfile::tempdir().unwrap();
