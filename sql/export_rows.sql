@@ -1,6 +1,7 @@
 -- The SFT rows of rows_in as four streams sorted by each row's place in row_id order (ord),
 -- which export/sft_rows.rs merges a row at a time (turnlake export sft, turnlake validate).
--- Reads: rows_in (the rows: sft_mix or a product table), messages, turns, turn_credit.
+-- Reads: rows_in (the rows: sft_mix or a product table), messages, turns, turn_credit,
+-- turn_labels.
 -- Defines: export_rows, export_messages, export_train_turns, export_credit, export_judged
 -- (export_row_keys is what their joins build on).
 
@@ -59,12 +60,23 @@ FROM export_row_keys k
 JOIN turn_credit c ON hash_key(c.traj_id) = k.key AND array_has(k.train_turns, c.t)
 ORDER BY 1, 3;
 
--- Every judged turn among each row's messages, train turn or not, with the message it is
--- and its credit: the labels of `export sft --for kto`, read only for it.
+-- Every labelled turn among each row's messages, train turn or not, with the message it is
+-- and its label: the judge's credit where a judge saw the trajectory, else the local
+-- scorer's turn_labels (only while its turn_sha is the turn's: a relabelled turn has no
+-- stale label). The labels of `export sft --for kto`, read only for it.
 CREATE VIEW export_judged AS
-SELECT k.ord, arrow_cast(c.traj_id, 'Utf8') AS traj_id, c.t, u.msg_idx, c.credit
+SELECT k.ord, arrow_cast(c.traj_id, 'Utf8') AS traj_id, c.t, u.msg_idx, c.credit,
+       c.credit > 0 AS label, 'judge' AS label_source
 FROM export_row_keys k
 JOIN turn_credit c ON hash_key(c.traj_id) = k.key
 JOIN turns u ON u.traj_id = c.traj_id AND u.t = c.t
 WHERE k.upto_msg IS NULL OR u.msg_idx <= k.upto_msg
+UNION ALL
+SELECT k.ord, arrow_cast(l.traj_id, 'Utf8') AS traj_id, l.t, u.msg_idx,
+       CAST(NULL AS DOUBLE) AS credit, l.earns_credit AS label, 'scorer' AS label_source
+FROM export_row_keys k
+JOIN turn_labels l ON hash_key(l.traj_id) = k.key
+JOIN turns u ON u.traj_id = l.traj_id AND u.t = l.t AND u.turn_sha = l.turn_sha
+WHERE (k.upto_msg IS NULL OR u.msg_idx <= k.upto_msg)
+  AND l.traj_id NOT IN (SELECT DISTINCT traj_id FROM turn_credit)
 ORDER BY 1, 3;

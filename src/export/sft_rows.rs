@@ -229,12 +229,15 @@ fn turn_credits(batch: &RecordBatch) -> Result<Vec<(i64, TurnCredit)>, ExportErr
         .collect())
 }
 
-/// A judged turn among a row's messages (what `--for kto` labels).
+/// A labelled turn among a row's messages (what `--for kto` labels): by
+/// the judge's credit, or by the local scorer where no judge saw the run.
 struct Judged {
     traj_id: Option<String>,
     t: Option<i64>,
     msg_idx: i64,
-    credit: f64,
+    credit: Option<f64>,
+    label: bool,
+    label_source: Option<String>,
 }
 
 fn judged_turns(batch: &RecordBatch) -> Result<Vec<(i64, Judged)>, ExportError> {
@@ -246,13 +249,16 @@ fn judged_turns(batch: &RecordBatch) -> Result<Vec<(i64, Judged)>, ExportError> 
         i64s(b, "msg_idx"),
         f64s(b, "credit"),
     );
+    let (label, label_source) = (bools(b, "label"), strings(b, "label_source"));
     Ok((0..ord.len())
         .map(|i| {
             let j = Judged {
                 traj_id: traj[i].clone(),
                 t: t[i],
                 msg_idx: msg_idx[i].unwrap_or(-1),
-                credit: credit[i].unwrap_or(0.0),
+                credit: credit[i],
+                label: label[i].unwrap_or(false),
+                label_source: label_source[i].clone(),
             };
             (ord[i].unwrap_or(-1), j)
         })
@@ -298,8 +304,10 @@ where
     stream_rows_with(lake, table, false, state, consume).await
 }
 
-/// [`stream_rows`]; with `judged`, each message that is a judged turn also
-/// carries `judged: {"t", "credit"}` (what `export sft --for kto` labels).
+/// [`stream_rows`]; with `judged`, each message that is a labelled turn
+/// also carries `judged: {"t", "credit", "label", "label_source"}` (what
+/// `export sft --for kto` labels; `credit` is the judge's, null for a
+/// scorer's label).
 pub async fn stream_rows_with<C, F>(
     lake: &Lake,
     table: &str,
@@ -343,6 +351,7 @@ async fn produce(
         register_rows(&ctx, table).await?;
         // One's own runs alone: no credit table, no judged turn.
         engine::register_empty_if_missing(&ctx, "turn_credit")?;
+        engine::register_empty_if_missing(&ctx, "turn_labels")?;
         run_script(&ctx, SQL_FILE, SQL).await?;
         ctx.table(view)
             .await
@@ -543,7 +552,9 @@ impl Chunker<'_> {
             for j in own {
                 let messages = row["messages"].as_array_mut().expect("list");
                 if let Some(at) = idx.iter().position(|i| *i == j.msg_idx) {
-                    messages[at]["judged"] = json!({"t": j.t, "credit": j.credit});
+                    messages[at]["judged"] = json!({
+                        "t": j.t, "credit": j.credit, "label": j.label, "label_source": j.label_source,
+                    });
                 }
             }
         }

@@ -8,8 +8,10 @@
 //!   every assistant message and ignores a per-message flag; a
 //!   completion-only loss on these pairs trains exactly the train turns;
 //! - `kto`: the same pairs, unpaired and labelled, as KTO-style trainers take
-//!   them: every train turn (`label: true`) and every judged turn that is not
-//!   one (`label`: whether the judge credited it).
+//!   them: every train turn (`label: true`) and every other labelled turn:
+//!   whether the judge credited it, or, in a run no judge saw, whether the
+//!   local scorer predicts it earns credit (verl's `r_turn`); `label_source`
+//!   says which (`train`, `judge`, `scorer`).
 
 use std::sync::Arc;
 
@@ -53,9 +55,9 @@ fn pair(row: &Value, messages: &[Value], at: usize, t: &Value) -> Value {
     pair
 }
 
-/// The KTO rows of `row` (read with its judged turns): each train turn
-/// labelled true, each other judged turn labelled by whether it earned
-/// credit, in message order.
+/// The KTO rows of `row` (read with its labelled turns): each train turn
+/// labelled true, each other labelled turn by its judge's or scorer's
+/// label, in message order.
 pub fn kto_rows(row: &Value) -> Vec<Value> {
     let empty = Vec::new();
     let messages = row["messages"].as_array().unwrap_or(&empty);
@@ -65,16 +67,22 @@ pub fn kto_rows(row: &Value) -> Vec<Value> {
         .iter()
         .enumerate()
         .filter_map(|(i, m)| {
-            let (t, label) = match (m["train"] == true, m.get("judged")) {
-                (true, _) => (train_t.next().cloned().unwrap_or(Value::Null), true),
+            let (t, label, source) = match (m["train"] == true, m.get("judged")) {
+                (true, _) => (
+                    train_t.next().cloned().unwrap_or(Value::Null),
+                    true,
+                    Value::from("train"),
+                ),
                 (false, Some(j)) => (
                     j["t"].clone(),
-                    j["credit"].as_f64().is_some_and(|c| c > 0.0),
+                    j["label"] == true,
+                    j["label_source"].clone(),
                 ),
                 (false, None) => return None,
             };
             let mut row = pair(row, messages, i, &t);
             row["label"] = Value::Bool(label);
+            row["label_source"] = source;
             Some(row)
         })
         .collect()
@@ -106,6 +114,7 @@ pub fn kto_parquet_schema() -> Arc<Schema> {
         .map(|f| f.as_ref().clone())
         .collect();
     fields.push(Field::new("label", DataType::Boolean, false));
+    fields.push(Field::new("label_source", DataType::Utf8, false));
     Arc::new(Schema::new(fields))
 }
 
@@ -196,29 +205,40 @@ mod tests {
     }
 
     #[test]
-    fn kto_labels_train_turns_true_and_other_judged_turns_by_their_credit() {
+    fn kto_labels_train_turns_true_and_other_turns_by_their_judge_or_scorer() {
+        let j = |t: i64, label: bool, source: &str| serde_json::json!({"t": t, "label": label, "label_source": source});
         let row = serde_json::json!({
             "row_id": "r1", "mix": "credit",
             "messages": [
                 {"role": "user", "content": "u", "train": false},
-                {"role": "assistant", "content": "a1", "train": false, "judged": {"t": 1, "credit": 0.0}},
+                {"role": "assistant", "content": "a1", "train": false, "judged": j(1, false, "judge")},
                 {"role": "user", "content": "o1", "train": false},
-                {"role": "assistant", "content": "a2", "train": false, "judged": {"t": 2, "credit": 0.5}},
+                {"role": "assistant", "content": "a2", "train": false, "judged": j(2, true, "scorer")},
                 {"role": "user", "content": "o2", "train": false},
-                {"role": "assistant", "content": "a3", "train": true, "judged": {"t": 3, "credit": 1.0}},
+                {"role": "assistant", "content": "a3", "train": true, "judged": j(3, false, "judge")},
                 {"role": "user", "content": "o3", "train": false},
                 {"role": "assistant", "content": "a4", "train": false},
             ],
             "train_meta": [{"t": 3}],
         });
         let rows = kto_rows(&row);
-        let got: Vec<(Value, bool)> = rows
+        let got: Vec<(Value, bool, Value)> = rows
             .iter()
-            .map(|r| (r["t"].clone(), r["label"].as_bool().unwrap()))
+            .map(|r| {
+                (
+                    r["t"].clone(),
+                    r["label"].as_bool().unwrap(),
+                    r["label_source"].clone(),
+                )
+            })
             .collect();
         assert_eq!(
             got,
-            vec![(1.into(), false), (2.into(), true), (3.into(), true)]
+            vec![
+                (1.into(), false, "judge".into()),
+                (2.into(), true, "scorer".into()),
+                (3.into(), true, "train".into())
+            ]
         );
         assert_eq!(rows[2]["prompt"].as_array().unwrap().len(), 5);
         assert!(rows[2]["prompt"][1].get("judged").is_none());

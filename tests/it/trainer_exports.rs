@@ -237,3 +237,63 @@ fn kto_labels_every_train_turn_true_and_the_other_judged_turns_by_credit() {
     let text = stdout(&ok(o));
     assert!(text.contains(&format!("ok: {n} rows")), "{text}");
 }
+
+/// In a run no judge saw, the KTO label of a turn that is not a train turn
+/// is the local scorer's (verl's `r_turn`), and only while the scorer
+/// labelled that turn as it stands.
+#[cfg(feature = "scorer")]
+#[test]
+fn kto_labels_the_turns_of_unjudged_runs_by_the_scorer() {
+    let tmp = tempfile::tempdir().unwrap();
+    let corpus = tmp.path().join("corpus");
+    synth_corpus(&corpus, 7, (6, 12, 30, 0), None);
+    let lake = tmp.path().join("lake");
+    for kind in ["albedo", "mini-coder"] {
+        ok(run(
+            &lake,
+            &["ingest", kind, corpus.join(kind).to_str().unwrap()],
+        ));
+    }
+    fit_and_label(&lake);
+    ok(run(&lake, &["select"]));
+    ok(run(&lake, &["mix"]));
+    let out = tmp.path().join("kto.jsonl");
+    export(&lake, &out, &["--for", "kto"]);
+    let rows = json_lines(&out);
+    let labels: std::collections::BTreeMap<(String, i64), bool> =
+        sql(&lake, "SELECT traj_id, t, earns_credit FROM turn_labels")
+            .into_iter()
+            .map(|r| ((r[0].clone(), r[1].parse().unwrap()), r[2] == "true"))
+            .collect();
+    let trajs: std::collections::BTreeMap<String, String> =
+        sql(&lake, "SELECT row_id, traj_id FROM sft_mix")
+            .into_iter()
+            .map(|r| (r[0].clone(), r[1].clone()))
+            .collect();
+    let traj_of = |r: &Value| trajs[r["row_id"].as_str().unwrap()].clone();
+    let by_scorer: Vec<&Value> = rows
+        .iter()
+        .filter(|r| r["label_source"] == "scorer")
+        .collect();
+    assert!(
+        !by_scorer.is_empty(),
+        "no scorer-labelled turn among {} rows",
+        rows.len()
+    );
+    for r in &by_scorer {
+        let key = (traj_of(r), r["t"].as_i64().unwrap());
+        assert_eq!(
+            Some(&r["label"].as_bool().unwrap()),
+            labels.get(&key),
+            "{key:?}"
+        );
+    }
+    // No judged run's turn is labelled by the scorer, nor the other way round.
+    assert!(rows
+        .iter()
+        .filter(|r| r["label_source"] == "judge")
+        .all(|r| !labels.contains_key(&(traj_of(r), r["t"].as_i64().unwrap()))));
+    for r in &rows {
+        assert!(["train", "judge", "scorer"].contains(&r["label_source"].as_str().unwrap()));
+    }
+}
