@@ -7,7 +7,8 @@ tokens labelled for the loss are the completion as the template renders it
 after the prompt (TRL appends an end-of-sequence token where the rendered
 completion does not end with one).
 
-Usage: trl_kto_prepare.py KTO.jsonl TOKENIZER_JSON
+Usage: trl_kto_prepare.py KTO.jsonl chatml TOKENIZER_JSON
+       trl_kto_prepare.py KTO.jsonl model MODEL_DIR
 """
 
 import json
@@ -20,29 +21,53 @@ from trl.data_utils import maybe_apply_chat_template, maybe_extract_prompt, mayb
 from trl.experimental.kto.kto_trainer import _process_tokens, _tokenize
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
+from chat_template_ids import tokenizer_for, with_argument_objects  # noqa: E402
 from trl_prepare import CHATML  # noqa: E402
 
 
 def main() -> None:
-    rows_at, tokenizer_json = sys.argv[1], sys.argv[2]
-    tok = PreTrainedTokenizerFast(tokenizer_file=tokenizer_json, chat_template=CHATML,
-                                  eos_token="<|im_end|>", pad_token="<|endoftext|>")
+    rows_at, mode, source = sys.argv[1], sys.argv[2], sys.argv[3]
+    if mode == "chatml":
+        tok = PreTrainedTokenizerFast(tokenizer_file=source, chat_template=CHATML,
+                                      eos_token="<|im_end|>", pad_token="<|endoftext|>")
+    else:
+        tok = tokenizer_for(pathlib.Path(source))
+    raw = [json.loads(line) for line in open(rows_at)]
     ds = load_dataset("json", data_files=rows_at, split="train")
+    ds = ds.map(lambda r: {"prompt": with_argument_objects(r["prompt"]),
+                           "completion": with_argument_objects(r["completion"])})
     ds = ds.map(maybe_extract_prompt)
     ds = maybe_unpair_preference_dataset(ds, None)
-    ds = ds.map(maybe_apply_chat_template, fn_kwargs={"tokenizer": tok})
+    # KTOTrainer hands every row the config's one `tools`; each row here has its run's.
+    ds = ds.map(lambda r, i: maybe_apply_chat_template({k: r[k] for k in ("prompt", "completion", "label")}, tok,
+                                                       tools=raw[i].get("tools")), with_indices=True)
     ds = ds.map(_tokenize, batched=True, fn_kwargs={"tokenizer": tok})
     ds = ds.map(_process_tokens, fn_kwargs={"prefix": "", "tokenizer": tok, "max_length": 1 << 30})
-    raw = [json.loads(line) for line in open(rows_at)]
     assert len(ds) == len(raw), (len(ds), len(raw))
+    boundary = 0
     for i, (example, row) in enumerate(zip(ds, raw)):
         assert example["label"] == row["label"], i
         trained = tok.decode([t for t in example["completion_labels"] if t != -100])
-        want = "".join(m["content"] + "<|im_end|>\n" for m in row["completion"])
-        assert trained in (want, want + "<|im_end|>"), (i, trained[:200], want[:200])
+        tools = row.get("tools")
+        whole = tok.apply_chat_template(with_argument_objects(row["prompt"] + row["completion"]), tools=tools,
+                                        tokenize=False)
+        prompt = tok.apply_chat_template(with_argument_objects(row["prompt"]), tools=tools, tokenize=False,
+                                         add_generation_prompt=True)
+        assert whole.startswith(prompt), i
+        want = whole[len(prompt):]
+        # TRL appends the end-of-sequence token where the completion lacks it.
+        trained = trained.removesuffix(tok.eos_token) if not want.endswith(trained) else trained
+        if trained != want:
+            # A token merged across the generation prompt's end (the king's
+            # "<think>\n" + "\n</think>" gives one "\n\n"): KTO's tokenizing
+            # counts it as completion, so the completion gains that whitespace.
+            extra = trained[: len(trained) - len(want)]
+            assert trained.endswith(want) and prompt.endswith(extra) and not extra.strip(), \
+                (i, trained[:200], want[:200])
+            boundary += 1
     positives = sum(1 for r in raw if r["label"])
-    print(f"ok: {len(ds)} rows ({positives} desirable), each training exactly its completion")
-
+    print(f"ok: {len(ds)} rows ({positives} desirable), each training exactly its completion; "
+          f"{boundary} take a boundary token from the prompt")
 
 if __name__ == "__main__":
     main()

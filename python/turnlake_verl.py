@@ -13,8 +13,9 @@ trainer config:
 
 verl renders each message on its own and checks that the pieces concatenate
 to the whole conversation; a template that refuses a lone message (the
-Albedo king's raises "No user query found") cannot be used this way: export
-`--for trl` or `--for axolotl` for it instead.
+Albedo king's raises "System message must be at the beginning." or "No user
+query found") cannot be used this way: export `--for trl` or `--for axolotl`
+for it instead.
 """
 
 import json

@@ -360,3 +360,29 @@ pub fn mixed_lake(tmp: &Path) -> std::path::PathBuf {
     ok(run(&lake, &["mix"]));
     lake
 }
+
+/// The project venv's Python (`./setup.sh`) set to run `python/SCRIPT`
+/// offline, with its Hugging Face caches under `home`.
+pub fn venv_script(script: &str, home: &Path) -> Command {
+    let mut c = Command::new(tools_dir().join("py/bin/python"));
+    c.arg(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("python")
+            .join(script),
+    )
+    .env("HF_HUB_OFFLINE", "1")
+    .env("HF_DATASETS_OFFLINE", "1")
+    .env("HF_HOME", home.join("hf"))
+    .env("WANDB_MODE", "disabled")
+    .env("AWS_EC2_METADATA_DISABLED", "true");
+    c
+}
+
+/// What `python/SCRIPT ARGS...` prints, the script having succeeded.
+pub fn venv_python(script: &str, args: &[&std::ffi::OsStr], home: &Path) -> String {
+    let o = venv_script(script, home)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("the project's Python venv: {e} (run ./setup.sh)"));
+    stdout(&ok(o))
+}

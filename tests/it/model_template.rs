@@ -6,8 +6,6 @@
 //! gives for the rendered text), tool calls, reasoning and NFC included;
 //! and `validate --model` passes every train turn of a mix.
 
-use std::path::Path;
-use std::process::Command;
 
 use crate::common::*;
 
@@ -56,12 +54,11 @@ fn the_kings_template_and_vocabulary_give_transformers_ids() {
         .arg(&file)
         .output()
         .unwrap()));
-    let theirs = stdout(&ok(Command::new(tools_dir().join("py/bin/python"))
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("python/chat_template_ids.py"))
-        .arg(&model)
-        .arg(&file)
-        .output()
-        .unwrap()));
+    let theirs = venv_python(
+        "chat_template_ids.py",
+        &[model.as_os_str(), file.as_os_str()],
+        tmp.path(),
+    );
     let ours: Vec<serde_json::Value> = ours
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())

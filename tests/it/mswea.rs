@@ -547,16 +547,9 @@ fn the_checked_in_runs_of_every_style_are_read_whole_and_exported_as_recorded() 
 
 #[test]
 fn runs_the_real_agent_writes_now_are_read_whole() {
-    let python = tools_dir().join("py/bin/python");
     let tmp = tempfile::tempdir().unwrap();
     let runs = tmp.path().join("runs");
-    let o = std::process::Command::new(&python)
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("python/mswea_runs.py"))
-        .arg(&runs)
-        .env("AWS_EC2_METADATA_DISABLED", "true")
-        .output()
-        .unwrap_or_else(|e| panic!("{}: {e} (run ./setup.sh)", python.display()));
-    ok(o);
+    venv_python("mswea_runs.py", &[runs.as_os_str()], tmp.path());
     let lake = tmp.path().join("lake");
     assert_eq!(check_runs(&runs, &lake), 6);
     export_matches_the_record(&runs, &lake, tmp.path());
@@ -797,14 +790,8 @@ fn the_inspector_opens_what_show_writes_of_albedo_sides_and_runs() {
         std::fs::write(&file, &shown.stdout).unwrap();
         files.push(file);
     }
-    let o = ok(
-        std::process::Command::new(tools_dir().join("py/bin/python"))
-            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("python/inspect_trajs.py"))
-            .args(&files)
-            .output()
-            .expect("the project's Python venv (run ./setup.sh)"),
-    );
-    let opened: Vec<Value> = stdout(&o)
+    let files: Vec<&std::ffi::OsStr> = files.iter().map(|f| f.as_os_str()).collect();
+    let opened: Vec<Value> = venv_python("inspect_trajs.py", &files, tmp.path())
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();

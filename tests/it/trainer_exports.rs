@@ -114,17 +114,9 @@ fn trl_gets_a_pair_per_train_turn_and_axolotl_its_config() {
 /// `python/trl_prepare.py PAIRS ARGS...` with the project venv: TRL's own
 /// data preparation of the pairs, each pair's completion mask checked.
 fn trl_prepares(pairs: &Path, args: &[&std::ffi::OsStr]) -> String {
-    let python = tools_dir().join("py/bin/python");
-    let o = std::process::Command::new(&python)
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("python/trl_prepare.py"))
-        .arg(pairs)
-        .args(args)
-        .env("HF_HUB_OFFLINE", "1")
-        .env("HF_DATASETS_OFFLINE", "1")
-        .env("HF_HOME", pairs.parent().unwrap().join("hf"))
-        .output()
-        .unwrap_or_else(|e| panic!("{}: {e} (run ./setup.sh)", python.display()));
-    stdout(&ok(o))
+    let mut all = vec![pairs.as_os_str()];
+    all.extend_from_slice(args);
+    venv_python("trl_prepare.py", &all, pairs.parent().unwrap())
 }
 
 #[test]
@@ -221,21 +213,20 @@ fn kto_labels_every_train_turn_true_and_the_other_judged_turns_by_credit() {
         let manifest = tmp.path().join(format!("kto.{format}.manifest.json"));
         assert!(rebuilt(&manifest).contains("rebuilt 1 file(s)"));
     }
-    // TRL's own KTO data steps take the rows as they are.
-    let python = tools_dir().join("py/bin/python");
+    // TRL's own KTO data steps take the rows as they are, under ChatML and
+    // under the king's template.
     let out = tmp.path().join("kto.jsonl");
-    let o = std::process::Command::new(&python)
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("python/trl_kto_prepare.py"))
-        .arg(&out)
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("data/tokenizer.json"))
-        .env("HF_HUB_OFFLINE", "1")
-        .env("HF_DATASETS_OFFLINE", "1")
-        .env("HF_HOME", tmp.path().join("hf"))
-        .output()
-        .unwrap_or_else(|e| panic!("{}: {e} (run ./setup.sh)", python.display()));
     let n = json_lines(&out).len();
-    let text = stdout(&ok(o));
-    assert!(text.contains(&format!("ok: {n} rows")), "{text}");
+    let tokenizer = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/tokenizer.json");
+    let model = king_model(tmp.path());
+    for (mode, source) in [("chatml", tokenizer.as_path()), ("model", model.as_path())] {
+        let text = venv_python(
+            "trl_kto_prepare.py",
+            &[out.as_os_str(), mode.as_ref(), source.as_os_str()],
+            tmp.path(),
+        );
+        assert!(text.contains(&format!("ok: {n} rows")), "{mode}: {text}");
+    }
 }
 
 /// In a run no judge saw, the KTO label of a turn that is not a train turn

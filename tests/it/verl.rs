@@ -391,19 +391,23 @@ fn verls_own_datasets_load_the_export_and_train_exactly_the_flagged_turns() {
     let lake = fixture_lake(tmp.path());
     let out = tmp.path().join("verl");
     ok(export(&lake, &out, &["--sources", "albedo"]));
-    let python = tools_dir().join("py/bin/python");
-    let o = std::process::Command::new(&python)
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("python/verl_datasets.py"))
-        .arg(&out)
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("data/tokenizer.json"))
-        .env("HF_HUB_OFFLINE", "1")
-        .env("WANDB_MODE", "disabled")
-        .output()
-        .unwrap_or_else(|e| panic!("{}: {e} (run ./setup.sh)", python.display()));
-    let o = ok(o);
+    let tokenizer = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/tokenizer.json");
+    let text = venv_python(
+        "verl_datasets.py",
+        &[out.as_os_str(), "chatml".as_ref(), tokenizer.as_os_str()],
+        tmp.path(),
+    );
+    assert!(text.contains("ok: 2 RL rows, 2 SFT rows"), "{text}");
+    // The king's template renders every RL prompt in verl's own code; its
+    // multi-turn SFT dataset refuses it (python/turnlake_verl.py says why).
+    let model = king_model(tmp.path());
+    let text = venv_python(
+        "verl_datasets.py",
+        &[out.as_os_str(), "model".as_ref(), model.as_os_str()],
+        tmp.path(),
+    );
     assert!(
-        stdout(&o).contains("ok: 2 RL rows, 2 SFT rows"),
-        "{}",
-        stdout(&o)
+        text.contains("ok: 2 RL rows; the multi-turn SFT dataset refuses"),
+        "{text}"
     );
 }
