@@ -36,8 +36,10 @@ S3S_FS_VERSION=0.14.1
 TORCH_VERSION=2.13.0
 FEATURES="${TURNLAKE_FEATURES-train,scorer,cluster}"
 wants() { [[ ",${FEATURES// /,}," == *",$1,"* || ",${FEATURES// /,}," == *",default,"* ]]; }
-# tmux: the tests drive the sql shell through its pseudo-terminal.
-DEBIAN_PACKAGES=(tmux)
+# tmux: the tests drive the sql shell through its pseudo-terminal;
+# util-linux: setpriv, unshare and mount, for the tests of unreadable files
+# and of a full disk.
+DEBIAN_PACKAGES=(tmux util-linux)
 if wants scorer; then DEBIAN_PACKAGES+=(cmake libclang-dev g++); fi
 
 missing=()

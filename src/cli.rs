@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use crate::cmd;
 use crate::cmd::LakeArg;
+use crate::limits::{Limits, MAX_JSON_DEPTH};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -24,6 +25,25 @@ pub struct Cli {
     /// df://HOST:PORT (see `turnlake cluster`); writes stay on this machine.
     #[arg(long, global = true, env = "TURNLAKE_CLUSTER", value_name = "URL")]
     pub cluster: Option<String>,
+    /// Bytes one JSON record may hold (a JSONL line, a *.traj.json, a
+    /// verdict.json); a longer one is rejected with its reason.
+    #[arg(long, global = true, env = "TURNLAKE_MAX_RECORD_BYTES", value_name = "BYTES",
+          default_value_t = Limits::default().record_bytes, help_heading = "Input limits")]
+    pub max_record_bytes: u64,
+    /// Nesting depth one JSON record may reach (1 to 128).
+    #[arg(long, global = true, env = "TURNLAKE_MAX_JSON_DEPTH", value_name = "LEVELS",
+          default_value_t = Limits::default().json_depth as u64,
+          value_parser = clap::value_parser!(u64).range(1..=MAX_JSON_DEPTH as u64),
+          help_heading = "Input limits")]
+    pub max_json_depth: u64,
+    /// Messages one trajectory may hold.
+    #[arg(long, global = true, env = "TURNLAKE_MAX_MESSAGES", value_name = "N",
+          default_value_t = Limits::default().messages, help_heading = "Input limits")]
+    pub max_messages: usize,
+    /// Follow symlinks to folders when walking input folders (they are
+    /// skipped with a warning otherwise; a loop is skipped either way).
+    #[arg(long, global = true, help_heading = "Input limits")]
+    pub follow: bool,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -99,6 +119,12 @@ pub enum Command {
 /// Parse the process arguments and run the command.
 pub fn run() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
+    crate::limits::set(Limits {
+        record_bytes: cli.max_record_bytes,
+        json_depth: cli.max_json_depth as usize,
+        messages: cli.max_messages,
+        follow: cli.follow,
+    });
     if !matches!(cli.command, Command::Ingest { .. } | Command::Build(_)) {
         limit_malloc_arenas();
     }

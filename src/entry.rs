@@ -1,5 +1,7 @@
 //! How a turnlake binary ends: its error chain printed once, with no secret
-//! of the environment, and SIGPIPE when the reader of its output went away.
+//! of the environment; a panic (a bug, ours or a dependency's) as one line
+//! naming the command, with the backtrace only when `RUST_BACKTRACE` asks;
+//! and SIGPIPE when the reader of its output went away.
 
 use std::process::ExitCode;
 
@@ -12,7 +14,6 @@ pub fn main(command: fn() -> anyhow::Result<ExitCode>) -> ExitCode {
     // must be an error to handle, not a silent death. When the reader of our
     // output goes away (`turnlake sql ... | head`), end as other Unix tools
     // do, by SIGPIPE, instead of panicking in println!.
-    let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         let payload = info.payload();
         let message = payload
@@ -23,9 +24,39 @@ pub fn main(command: fn() -> anyhow::Result<ExitCode>) -> ExitCode {
         if message.starts_with("failed printing to stdout") && stdout_closed() {
             end_by_sigpipe();
         }
-        default_hook(info)
+        // A panic caught on its way (one record's turn rule, one input
+        // file's reader) is reported there, as a reject or an error naming
+        // the input; one that ends the process is said by `main` below.
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        let mut first = PANIC.lock().unwrap_or_else(|p| p.into_inner());
+        first.get_or_insert_with(|| format!("{message}{at}"));
+        if backtrace_asked() {
+            eprintln!("{}", std::backtrace::Backtrace::force_capture());
+        }
     }));
-    match command() {
+    let outcome = std::panic::catch_unwind(command);
+    let Ok(outcome) = outcome else {
+        let what = PANIC
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .unwrap_or_default();
+        let text = crate::storage::s3::redact(&format!(
+            "`{}` stopped on a bug ({what}); please report it with the command and its input{}",
+            command_line(),
+            if backtrace_asked() {
+                ""
+            } else {
+                " (RUST_BACKTRACE=1 shows where)"
+            }
+        ));
+        eprintln!("turnlake: {text}");
+        return ExitCode::from(101);
+    };
+    match outcome {
         Ok(code) => code,
         Err(err) => {
             // A writer of our output (CSV, JSON, a table) failed because its
@@ -44,6 +75,29 @@ pub fn main(command: fn() -> anyhow::Result<ExitCode>) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The first panic of this process: its message and where.
+static PANIC: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+/// Whether `RUST_BACKTRACE` asks for backtraces (set, and not `0`).
+fn backtrace_asked() -> bool {
+    std::env::var_os("RUST_BACKTRACE").is_some_and(|v| v != "0")
+}
+
+/// The command line as typed: the program's name and its arguments.
+fn command_line() -> String {
+    let mut args = std::env::args();
+    let program = args.next().map(|p| {
+        std::path::Path::new(&p)
+            .file_name()
+            .map_or(p.clone(), |n| n.to_string_lossy().into_owned())
+    });
+    program
+        .into_iter()
+        .chain(args)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// `err` cause by cause, each said once: a cause that ends with the text of

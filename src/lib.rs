@@ -19,6 +19,7 @@ pub mod export;
 pub mod failpoint;
 pub mod job;
 pub mod lake;
+pub mod limits;
 pub mod output;
 pub mod pipeline;
 pub mod plot;

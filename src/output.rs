@@ -62,6 +62,53 @@ fn normalize(batch: &RecordBatch, flatten_nested: bool) -> Result<RecordBatch, A
     RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), columns, &options)
 }
 
+/// How much of a result the table format shows: a terminal is no place for
+/// a million rows or a transcript in one cell. `None` shows all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TableCap {
+    /// Rows shown; the rest are counted.
+    pub rows: Option<usize>,
+    /// Characters of one cell shown; the rest are counted in a mark.
+    pub chars: Option<usize>,
+}
+
+/// `batch` as the text the table shows, each cell cut to `chars`
+/// characters (at a character boundary) with a mark of what it left out;
+/// and how many cells were cut. Only the cut text is kept.
+fn cut_cells(
+    batch: &RecordBatch,
+    chars: Option<usize>,
+) -> Result<(RecordBatch, usize), ArrowError> {
+    let mut cut = 0;
+    let mut fields = Vec::new();
+    let mut columns: Vec<ArrayRef> = Vec::new();
+    for (f, c) in batch.schema().fields().iter().zip(batch.columns()) {
+        let fmt = ArrayFormatter::try_new(c.as_ref(), &FormatOptions::default())?;
+        let text: StringArray = (0..c.len())
+            .map(|i| {
+                c.is_valid(i).then(|| {
+                    let cell = fmt.value(i).to_string();
+                    match chars.and_then(|n| cell.char_indices().nth(n)) {
+                        Some((at, _)) => {
+                            cut += 1;
+                            let left = cell[at..].chars().count();
+                            format!("{}… (+{left} chars)", &cell[..at])
+                        }
+                        None => cell,
+                    }
+                })
+            })
+            .collect();
+        fields.push(Field::new(f.name(), DataType::Utf8, true));
+        columns.push(Arc::new(text));
+    }
+    let options =
+        arrow::record_batch::RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+    let batch =
+        RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), columns, &options)?;
+    Ok((batch, cut))
+}
+
 /// A writer that remembers the kind of the first I/O error it returned:
 /// arrow's CSV writer reports one as text, and whoever reads our error must
 /// still tell a reader that went away (`BrokenPipe`) from a full disk.
@@ -102,7 +149,7 @@ pub fn write_batches<W: Write + Send>(
         .first()
         .map(|b| b.schema())
         .unwrap_or_else(|| Arc::new(Schema::empty()));
-    let mut out = ResultWriter::new(w, format, &schema, None)?;
+    let mut out = ResultWriter::new(w, format, &schema, TableCap::default())?;
     for b in batches {
         out.write(b)?;
     }
@@ -116,6 +163,8 @@ pub struct Written {
     pub rows: usize,
     /// Rows the table format left out (beyond its row cap).
     pub not_shown: usize,
+    /// Cells the table format cut (beyond its character cap).
+    pub cells_cut: usize,
 }
 
 /// The most a lake row group holds, in Parquet's estimate of its encoded
@@ -153,7 +202,7 @@ enum Sink<W: Write + Send> {
         w: W,
         schema: arrow::datatypes::SchemaRef,
         shown: Vec<RecordBatch>,
-        cap: Option<usize>,
+        cap: TableCap,
     },
     Csv(arrow::csv::Writer<W>),
     Json(arrow::json::ArrayWriter<W>),
@@ -162,13 +211,13 @@ enum Sink<W: Write + Send> {
 }
 
 impl<W: Write + Send> ResultWriter<W> {
-    /// A writer of rows of `schema` to `w`; the table format shows at most
-    /// `cap` rows (all when `None`) and counts the rest.
+    /// A writer of rows of `schema` to `w`; the table format shows what
+    /// `cap` allows and counts the rest.
     pub fn new(
         w: W,
         format: Format,
         schema: &arrow::datatypes::SchemaRef,
-        cap: Option<usize>,
+        cap: TableCap,
     ) -> Result<Self, OutputError> {
         let failed = Arc::new(Mutex::new(None));
         let w = Watched {
@@ -201,6 +250,7 @@ impl<W: Write + Send> ResultWriter<W> {
             written: Written {
                 rows: 0,
                 not_shown: 0,
+                cells_cut: 0,
             },
         })
     }
@@ -216,10 +266,14 @@ impl<W: Write + Send> ResultWriter<W> {
         match &mut self.sink {
             Sink::Table { shown, cap, .. } => {
                 let have: usize = shown.iter().map(|b| b.num_rows()).sum();
-                let room = cap.map_or(batch.num_rows(), |c| c.saturating_sub(have));
+                let room = cap
+                    .rows
+                    .map_or(batch.num_rows(), |c| c.saturating_sub(have));
                 let keep = room.min(batch.num_rows());
                 if keep > 0 {
-                    shown.push(normalize(&batch.slice(0, keep), false)?);
+                    let (text, cut) = cut_cells(&batch.slice(0, keep), cap.chars)?;
+                    shown.push(text);
+                    self.written.cells_cut += cut;
                 }
                 self.written.not_shown += batch.num_rows() - keep;
             }
@@ -273,11 +327,20 @@ fn finish_sink<W: Write + Send>(sink: Sink<W>, written: Written) -> Result<(), O
             }
             writeln!(w, "{}", arrow::util::pretty::pretty_format_batches(&shown)?)?;
             if written.not_shown > 0 {
-                let cap = cap.unwrap_or(0);
                 writeln!(
                     w,
-                    "{} rows, {} not shown (--maxrows {cap}; 0 shows every row)",
-                    written.rows, written.not_shown
+                    "{} rows, {} not shown (--maxrows {}; 0 shows every row)",
+                    written.rows,
+                    written.not_shown,
+                    cap.rows.unwrap_or(0)
+                )?;
+            }
+            if written.cells_cut > 0 {
+                writeln!(
+                    w,
+                    "{} cell(s) cut at {} characters (--maxchars; 0 shows them whole)",
+                    written.cells_cut,
+                    cap.chars.unwrap_or(0)
                 )?;
             }
             w.flush()?;

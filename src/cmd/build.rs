@@ -17,7 +17,7 @@ pub struct BuildArgs {
 
 pub async fn run(lake_arg: &LakeArg, args: BuildArgs) -> anyhow::Result<ExitCode> {
     let plan = build::load(&Location::parse(&args.pipeline)?).await?;
-    let lake = lake_arg.open().await?;
+    let lake = lake_arg.open_or_create().await?;
     let runs = build::run(&lake, &plan).await?;
     let mut t = Table::new();
     t.load_preset(comfy_table::presets::ASCII_FULL_CONDENSED);

@@ -47,7 +47,7 @@ pub enum IngestSource {
 }
 
 pub async fn run(lake: &LakeArg, source: IngestSource) -> anyhow::Result<ExitCode> {
-    let lake = lake.open().await?;
+    let lake = lake.open_or_create().await?;
     if let IngestSource::SwebenchResults { under, paths } = source {
         return swebench_results(&lake, under, paths).await;
     }
@@ -125,6 +125,12 @@ pub fn print_report(r: &IngestReport) {
             r.replaced
         );
     }
+    if r.skipped > 0 {
+        println!(
+            "skipped: {} entries of the input folders that are not readable regular files (warned about above)",
+            r.skipped
+        );
+    }
     if r.rejected > 0 {
         println!("rejected records are in table `rejects` (turnlake sql \"SELECT input_file, line, field, reason FROM rejects\")");
     }
@@ -148,6 +154,12 @@ async fn swebench_results(
         "{} reports: {} instances resolved, {} unresolved; verified set on {} mswea trajectories",
         r.reports, r.resolved, r.unresolved, r.trajectories
     );
+    if r.skipped > 0 {
+        println!(
+            "skipped: {} entries of the report folders that are not readable regular files (warned about above)",
+            r.skipped
+        );
+    }
     if r.unmatched > 0 {
         eprintln!(
             "note: {} judged instances have no mswea trajectory in the lake (ingest the runs first, or check --under)",

@@ -30,13 +30,22 @@ pub struct LakeArg {
 }
 
 impl LakeArg {
-    /// The lake, pinned to `--as-of` when given.
+    /// The lake, pinned to `--as-of` when given; it must exist.
     pub async fn open(&self) -> anyhow::Result<crate::lake::Lake> {
         let lake = match &self.as_of {
             Some(at) => crate::lake::Lake::open_as_of(&self.root, at).await?,
-            None => crate::lake::Lake::open(&self.root)?,
+            None => crate::lake::Lake::open_existing(&self.root)?,
         };
         Ok(lake.with_cluster(self.cluster.clone()))
+    }
+
+    /// The lake, created where it does not exist yet (the commands that
+    /// bring inputs in: ingest, build).
+    pub async fn open_or_create(&self) -> anyhow::Result<crate::lake::Lake> {
+        match &self.as_of {
+            Some(_) => self.open().await,
+            None => Ok(crate::lake::Lake::open(&self.root)?.with_cluster(self.cluster.clone())),
+        }
     }
 }
 

@@ -107,7 +107,7 @@ async fn resolve(root: &str, at: Option<String>) -> anyhow::Result<String> {
     if let Some(at) = at {
         return Ok(at);
     }
-    let lake = Lake::open(root)?;
+    let lake = Lake::open_existing(root)?;
     let latest = lake.log()?.latest().await?;
     let latest = latest.with_context(|| format!("{root}: the lake has no lake commit yet"))?;
     Ok(latest.version.to_string())
@@ -126,7 +126,7 @@ fn step_settings(params: &serde_json::Value) -> serde_json::Value {
 
 /// `turnlake unlock`: remove the writer lock of a writer that died on another machine.
 pub async fn unlock(lake: &LakeArg) -> anyhow::Result<ExitCode> {
-    let lake = Lake::open(&lake.root)?;
+    let lake = Lake::open_existing(&lake.root)?;
     match lake.unlock().await? {
         Some(h) => println!(
             "removed the writer lock of `{}` (pid {} on {}, since {}); the next writer restores what it left",
@@ -140,12 +140,12 @@ pub async fn unlock(lake: &LakeArg) -> anyhow::Result<ExitCode> {
 pub async fn run(lake: &LakeArg, cmd: SnapshotCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         SnapshotCommand::Create { name, note } => {
-            let lake = Lake::open(&lake.root)?;
+            let lake = Lake::open_existing(&lake.root)?;
             let s = snapshot::create(&lake, &name, note).await?;
             println!("snapshot {} = lake commit {}", s.name, s.lake_version);
         }
         SnapshotCommand::List => {
-            let lake = Lake::open(&lake.root)?;
+            let lake = Lake::open_existing(&lake.root)?;
             let mut t = Table::new();
             t.load_preset(comfy_table::presets::ASCII_FULL_CONDENSED);
             t.set_header(vec!["name", "lake commit", "created", "note"]);
@@ -167,7 +167,7 @@ pub async fn run(lake: &LakeArg, cmd: SnapshotCommand) -> anyhow::Result<ExitCod
             let at = resolve(&lake.root, at).await?;
             let (commit, tables) = state(&lake.root, &at).await?;
             if json {
-                let opened = Lake::open(&lake.root)?;
+                let opened = Lake::open_existing(&lake.root)?;
                 let mut files = BTreeMap::new();
                 for (name, s) in tables {
                     let table = TableFiles {

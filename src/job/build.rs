@@ -216,10 +216,13 @@ pub async fn run(lake: &Lake, plan: &Plan) -> anyhow::Result<Vec<StepRun>> {
         let r = ingest(lake, kind, paths, Default::default())
             .await
             .with_context(|| format!("{label} failed"))?;
-        let note = format!(
+        let mut note = format!(
             "read {} = written {} + unchanged {} + rejected {}",
             r.read, r.written, r.unchanged, r.rejected
         );
+        if r.skipped > 0 {
+            note.push_str(&format!("; skipped {} unreadable entries", r.skipped));
+        }
         step(
             label,
             r.written > 0,

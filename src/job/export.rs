@@ -200,8 +200,10 @@ pub async fn rebuild(
     // where to read, with this user's credentials): say which, before reading.
     let root = match lake {
         Some(named) => {
-            let differs =
-                crate::lake::Lake::open(named)?.root() != crate::lake::Lake::open(&m.lake)?.root();
+            // Neither is created: a manifest must not make a folder anywhere.
+            let ours = crate::lake::Lake::open_existing(named)?;
+            let differs = crate::lake::Lake::open_existing(&m.lake)
+                .map_or(true, |theirs| theirs.root() != ours.root());
             if differs {
                 eprintln!(
                     "rebuild: reading the lake {named} at lake commit {} (the manifest names {})",

@@ -35,6 +35,8 @@ pub enum LakeError {
     Schema { table: String, reason: String },
     #[error("lake root {root:?}: {reason}")]
     Root { root: String, reason: String },
+    #[error("no lake at {root}: name yours with --lake or TURNLAKE_LAKE, or create one with turnlake ingest")]
+    Missing { root: String },
     #[error("table {table}: batch does not match schemas/{table}.json: {reason}")]
     SchemaMismatch { table: String, reason: String },
     #[error("table {table}: computing its rows")]
@@ -116,6 +118,18 @@ pub struct Lake {
 }
 
 impl Lake {
+    /// Open the lake at `root`, which must exist (a local folder that does
+    /// not is an error naming it; a typo must not create a lake).
+    pub fn open_existing(root: &str) -> LakeResult<Lake> {
+        let local = !matches!(Url::parse(root), Ok(u) if u.scheme().len() > 1);
+        if local && !Path::new(root).exists() {
+            return Err(LakeError::Missing {
+                root: root.to_string(),
+            });
+        }
+        Lake::open(root)
+    }
+
     /// Open (and for a local path, create) the lake at `root`.
     pub fn open(root: &str) -> LakeResult<Lake> {
         let err = |reason: String| LakeError::Root {
@@ -147,7 +161,7 @@ impl Lake {
     /// The lake as of a snapshot name, a lake commit version or an RFC 3339
     /// timestamp (the last commit at or before it): readable, not writable.
     pub async fn open_as_of(root: &str, as_of: &str) -> LakeResult<Lake> {
-        let mut lake = Lake::open(root)?;
+        let mut lake = Lake::open_existing(root)?;
         let log = lake.log()?;
         let err = |reason: String| LakeError::AsOf {
             root: root.to_string(),

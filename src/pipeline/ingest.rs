@@ -78,6 +78,8 @@ pub struct IngestReport {
     pub messages: u64,
     /// Trajectories replaced by a changed file's new one (mswea reruns).
     pub replaced: u64,
+    /// Entries of the input folders the walk skipped (each warned about).
+    pub skipped: u64,
     pub notes: Vec<String>,
 }
 
@@ -237,25 +239,42 @@ impl Inputs {
 }
 
 /// Files under `paths` whose name satisfies `want` (a path naming a file is
-/// taken as given), in path order within each path.
-async fn files_under(paths: &[Location], want: fn(&str) -> bool) -> StorageResult<Vec<Entry>> {
+/// taken as given), in path order within each path; and how many entries
+/// the walks skipped.
+async fn files_under(
+    paths: &[Location],
+    want: fn(&str) -> bool,
+) -> StorageResult<(Vec<Entry>, u64)> {
     let mut out = Vec::new();
+    let mut skipped = 0;
     for p in paths {
+        let listing = p.list().await?;
+        skipped += listing.skipped;
         out.extend(
-            p.files()
-                .await?
+            listing
+                .entries
                 .into_iter()
                 .filter(|e| e.location.same(p) || e.location.file_name().is_some_and(|n| want(&n))),
         );
     }
-    Ok(out)
+    Ok((out, skipped))
 }
 
-async fn list_inputs(kind: InputKind, paths: &[Location]) -> StorageResult<Inputs> {
+/// What `kind` reads under `paths`, and how many entries the walks skipped.
+async fn list_inputs(kind: InputKind, paths: &[Location]) -> StorageResult<(Inputs, u64)> {
     Ok(match kind {
-        InputKind::Albedo { .. } => Inputs::Runs(albedo::run_folders(paths).await?),
-        InputKind::MiniCoder => Inputs::Files(files_under(paths, mini_coder::wants).await?),
-        InputKind::Mswea => Inputs::Files(files_under(paths, mswea::wants).await?),
+        InputKind::Albedo { .. } => {
+            let (runs, skipped) = albedo::run_folders(paths).await?;
+            (Inputs::Runs(runs), skipped)
+        }
+        InputKind::MiniCoder => {
+            let (files, skipped) = files_under(paths, mini_coder::wants).await?;
+            (Inputs::Files(files), skipped)
+        }
+        InputKind::Mswea => {
+            let (files, skipped) = files_under(paths, mswea::wants).await?;
+            (Inputs::Files(files), skipped)
+        }
     })
 }
 
@@ -462,7 +481,7 @@ pub async fn ingest(
     players: albedo::Players,
 ) -> Result<IngestReport, PipelineError> {
     // Inputs that cannot be listed or read fail before the lake is touched.
-    let listed = list_inputs(kind, &paths).await?;
+    let (listed, skipped) = list_inputs(kind, &paths).await?;
     if listed.entries().is_empty() {
         return Err(PipelineError::NothingFound {
             kind: kind.name(),
@@ -498,6 +517,7 @@ pub async fn ingest(
             .iter()
             .map(|r| format!("an interrupted writer left uncommitted versions; restored: {r}"))
             .collect(),
+        skipped,
         ..Default::default()
     };
     let mut buf = Buffer::new();

@@ -29,6 +29,8 @@ pub struct OutcomeReport {
     pub trajectories: u64,
     /// Judged instances no mswea trajectory has.
     pub unmatched: u64,
+    /// Entries of the report folders the walk skipped (each warned about).
+    pub skipped: u64,
 }
 
 #[derive(Serialize)]
@@ -44,15 +46,21 @@ struct ResultRow<'a> {
 }
 
 /// The report files `paths` name: a file as given, a folder's `report.json`
-/// files (the harness's per-instance layout), in path order.
-async fn report_files(paths: &[Location]) -> Result<Vec<crate::storage::Entry>, StorageError> {
+/// files (the harness's per-instance layout), in path order; and how many
+/// entries the walks skipped.
+async fn report_files(
+    paths: &[Location],
+) -> Result<(Vec<crate::storage::Entry>, u64), StorageError> {
     let mut out = Vec::new();
+    let mut skipped = 0;
     for p in paths {
-        out.extend(p.files().await?.into_iter().filter(|e| {
+        let listing = p.list().await?;
+        skipped += listing.skipped;
+        out.extend(listing.entries.into_iter().filter(|e| {
             e.location.same(p) || e.location.file_name().as_deref() == Some("report.json")
         }));
     }
-    Ok(out)
+    Ok((out, skipped))
 }
 
 /// The mswea trajectories an outcome applies to: by instance, under a folder.
@@ -73,7 +81,7 @@ pub async fn ingest(
     paths: Vec<Location>,
     under: Option<Location>,
 ) -> Result<OutcomeReport, PipelineError> {
-    let files = report_files(&paths).await?;
+    let (files, skipped) = report_files(&paths).await?;
     if files.is_empty() {
         return Err(PipelineError::Reader(format!(
             "no SWE-bench report under {}",
@@ -128,6 +136,7 @@ pub async fn ingest(
     let counts = trajectories_per_instance(lake, &verdicts, under.as_deref()).await?;
     let mut out = OutcomeReport {
         reports: reports.len() as u64,
+        skipped,
         ..Default::default()
     };
     for resolved in [true, false] {

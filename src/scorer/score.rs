@@ -182,15 +182,17 @@ fn match_sample<'a>(
     }
 }
 
-/// Read every run file at `inputs` (files or folders of `*.traj.json`).
-async fn read_runs(inputs: &[String]) -> ScorerResult<Vec<TrajectoryRows>> {
+/// Read every run file at `inputs` (files or folders of `*.traj.json`);
+/// and how many entries the folder walks skipped.
+async fn read_runs(inputs: &[String]) -> ScorerResult<(Vec<TrajectoryRows>, u64)> {
     let mut entries = Vec::new();
+    let mut skipped = 0;
     for input in inputs {
-        let location = Location::parse(input)?;
+        let listing = Location::parse(input)?.list().await?;
+        skipped += listing.skipped;
         entries.extend(
-            location
-                .files()
-                .await?
+            listing
+                .entries
                 .into_iter()
                 .filter(|e| e.location.file_name().is_some_and(|n| mswea::wants(&n))),
         );
@@ -227,7 +229,7 @@ async fn read_runs(inputs: &[String]) -> ScorerResult<Vec<TrajectoryRows>> {
                 });
             }
         }
-        Ok(runs)
+        Ok((runs, skipped))
     })
     .await
     .map_err(|e| ScorerError::Data(e.to_string()))?
@@ -252,10 +254,15 @@ pub async fn score(
     let (meta, model) =
         store::load(lake, store::CHECKLIST, "run turnlake scorer fit first").await?;
     let report: Option<ChecklistReport> = store::load_report(lake, store::CHECKLIST, "").await.ok();
-    let runs = read_runs(inputs).await?;
+    let (runs, skipped) = read_runs(inputs).await?;
     let ctx = engine::session(lake).await?;
     let samples = known_samples(&ctx).await?;
     let mut notes = Vec::new();
+    if skipped > 0 {
+        notes.push(format!(
+            "skipped {skipped} entries of the run folders that are not readable regular files (warned about above)"
+        ));
+    }
     let mut matched = Vec::new();
     for run in &runs {
         let (s, how) = match_sample(&samples, run, sample, &mut notes).map_err(|reason| {

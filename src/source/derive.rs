@@ -122,8 +122,18 @@ fn exit_status_after(raw: &RawTrajectory, idx: usize) -> Option<&str> {
 
 /// `derive`, with a panic in a turn rule turned into a field error that names
 /// the rule's message, so one odd record becomes a reject instead of ending
-/// the whole ingest.
+/// the whole ingest; a trajectory over the message limit is refused.
 pub fn derive_checked(raw: &RawTrajectory) -> FieldResult<TrajectoryRows> {
+    let most = crate::limits::get().messages;
+    if raw.messages.len() > most {
+        return Err(FieldError::new(
+            "messages",
+            format!(
+                "{} messages, more than the limit of {most} (--max-messages)",
+                raw.messages.len()
+            ),
+        ));
+    }
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| derive(raw))).map_err(|payload| {
         let msg = payload
             .downcast_ref::<&str>()

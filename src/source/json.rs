@@ -89,8 +89,29 @@ pub fn req_array<'a>(v: &'a Value, key: &str, path: &str) -> FieldResult<&'a Vec
     }
 }
 
-/// Parse one JSON record, naming the problem the way a person fixes it.
+/// Parse one JSON record, naming the problem the way a person fixes it. A
+/// record over the size or nesting limit ([`crate::limits`]) is refused
+/// before it is parsed.
 pub fn parse_record(bytes: &[u8]) -> Result<Value, FieldError> {
+    let limits = crate::limits::get();
+    if bytes.len() as u64 > limits.record_bytes {
+        return Err(FieldError::new(
+            "",
+            format!(
+                "a record of more than {} bytes (the limit: --max-record-bytes)",
+                limits.record_bytes
+            ),
+        ));
+    }
+    if crate::limits::nests_deeper(bytes, limits.json_depth) {
+        return Err(FieldError::new(
+            "",
+            format!(
+                "JSON nested deeper than {} levels (the limit: --max-json-depth)",
+                limits.json_depth
+            ),
+        ));
+    }
     let text = std::str::from_utf8(bytes)
         .map_err(|e| FieldError::new("", format!("invalid UTF-8 at byte {}", e.valid_up_to())))?;
     serde_json::from_str(text).map_err(|e| {

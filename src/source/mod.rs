@@ -72,23 +72,51 @@ pub fn reject(
 }
 
 /// Each non-blank line of `reader` with its 1-based number (`\r\n` or
-/// `\n` endings), one line in memory at a time.
+/// `\n` endings), one line in memory at a time. A line longer than the
+/// record limit ([`crate::limits`]) is handed over cut one byte past it (so
+/// [`json::parse_record`] refuses it), the rest passed over unread into memory.
 pub fn for_each_line(
     mut reader: impl std::io::BufRead,
     mut f: impl FnMut(i64, &[u8]),
 ) -> std::io::Result<()> {
+    use std::io::BufRead;
+    let cap = crate::limits::get().record_bytes;
     let mut buf = Vec::new();
     let mut number = 0i64;
     loop {
         buf.clear();
-        if reader.read_until(b'\n', &mut buf)? == 0 {
+        if std::io::Read::take(&mut reader, cap.saturating_add(1)).read_until(b'\n', &mut buf)? == 0
+        {
             return Ok(());
         }
         number += 1;
+        if buf.len() as u64 > cap && buf.last() != Some(&b'\n') {
+            pass_line(&mut reader)?;
+        }
         let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         if !line.iter().all(u8::is_ascii_whitespace) {
             f(number, line);
+        }
+    }
+}
+
+/// Read past the rest of a line, keeping none of it.
+fn pass_line(reader: &mut impl std::io::BufRead) -> std::io::Result<()> {
+    loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(());
+        }
+        match memchr::memchr(b'\n', buf) {
+            Some(at) => {
+                reader.consume(at + 1);
+                return Ok(());
+            }
+            None => {
+                let n = buf.len();
+                reader.consume(n);
+            }
         }
     }
 }

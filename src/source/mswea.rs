@@ -26,6 +26,15 @@ pub fn wants(name: &str) -> bool {
 /// Read one trajectory file.
 pub fn read_file(file: &Entry, emit: &mut dyn FnMut(Record)) -> std::io::Result<()> {
     let path = &file.location;
+    let cap = crate::limits::get().record_bytes;
+    if file.size > cap {
+        let reason = format!(
+            "a record of {} bytes, more than the limit of {cap} (--max-record-bytes)",
+            file.size
+        );
+        emit(reject(SOURCE, path, None, None, reason, &[]));
+        return Ok(());
+    }
     let bytes = file.read_blocking()?;
     match parse_record(&bytes)
         .and_then(|v| trajectory(&v, path))

@@ -9,6 +9,9 @@
 
 pub mod blocking;
 pub mod s3;
+mod walk;
+
+pub use walk::Listing;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -301,16 +304,26 @@ impl Location {
     /// Every file at this location: itself if it is a file, else everything
     /// under it (recursively), in path order. Missing: an error.
     pub async fn files(&self) -> StorageResult<Vec<Entry>> {
+        Ok(self.list().await?.entries)
+    }
+
+    /// [`Location::files`], with how many entries of a local folder the walk
+    /// skipped (see [`walk`]: what is not a readable regular file, and
+    /// symlinks to folders unless [`crate::limits`] says to follow them).
+    pub async fn list(&self) -> StorageResult<Listing> {
         match self {
             Location::Local(p) => {
                 let p = p.clone();
                 let this = self.clone();
-                tokio::task::spawn_blocking(move || local_files(&p).map_err(this.io_err("listing")))
-                    .await
-                    .map_err(|e| StorageError::Invalid {
-                        location: self.to_string(),
-                        reason: e.to_string(),
-                    })?
+                let follow = crate::limits::get().follow;
+                tokio::task::spawn_blocking(move || {
+                    walk::local(&p, follow).map_err(this.io_err("listing"))
+                })
+                .await
+                .map_err(|e| StorageError::Invalid {
+                    location: self.to_string(),
+                    reason: e.to_string(),
+                })?
             }
             Location::Remote(r) => {
                 // Objects under it make it a folder; otherwise it names one object.
@@ -326,11 +339,14 @@ impl Location {
                         .head(&r.path)
                         .await
                         .map_err(self.store_err("HEAD"))?;
-                    return Ok(vec![Entry {
-                        location: self.clone(),
-                        size: meta.size,
-                        etag: meta.e_tag,
-                    }]);
+                    return Ok(Listing {
+                        entries: vec![Entry {
+                            location: self.clone(),
+                            size: meta.size,
+                            etag: meta.e_tag,
+                        }],
+                        skipped: 0,
+                    });
                 }
                 let mut out: Vec<Entry> = listed
                     .into_iter()
@@ -351,7 +367,10 @@ impl Location {
                     })
                     .collect();
                 out.sort_by_key(|e| e.location.sort_key());
-                Ok(out)
+                Ok(Listing {
+                    entries: out,
+                    skipped: 0,
+                })
             }
         }
     }
@@ -473,10 +492,24 @@ impl Entry {
         }
     }
 
-    /// The whole file, from a blocking thread.
+    /// The whole file, from a blocking thread; one longer than the record
+    /// limit ([`crate::limits`]) is an error, read no further than the limit.
     pub fn read_blocking(&self) -> std::io::Result<Vec<u8>> {
+        let cap = crate::limits::get().record_bytes;
         let mut out = Vec::new();
-        std::io::Read::read_to_end(&mut self.open_blocking()?, &mut out)?;
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(self.open_blocking()?, cap.saturating_add(1)),
+            &mut out,
+        )?;
+        if out.len() as u64 > cap {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "{}: more than {cap} bytes, the limit of one record (--max-record-bytes)",
+                    self.location
+                ),
+            ));
+        }
         Ok(out)
     }
 
@@ -530,66 +563,6 @@ impl Entry {
             (Location::Remote(_), None) => unreachable!("a remote entry is pinned"),
         }
     }
-}
-
-/// Files under a local path (itself if a file), in path order. What cannot
-/// be read as a regular file (a FIFO, socket or device, a symlink loop, an
-/// entry the walk cannot open) is skipped with a warning naming it, as is a
-/// symlink to a folder (not followed, as ripgrep does): another person's
-/// folder must not hang or stop a walk.
-fn local_files(p: &Path) -> std::io::Result<Vec<Entry>> {
-    let meta = std::fs::metadata(p)?;
-    if !meta.is_dir() {
-        return Ok(vec![Entry {
-            location: Location::Local(p.to_path_buf()),
-            size: meta.len(),
-            etag: None,
-        }]);
-    }
-    let skip = |path: &Path, why: &str| eprintln!("warning: skipping {}: {why}", path.display());
-    let mut out = Vec::new();
-    for entry in walkdir::WalkDir::new(p).sort_by_file_name() {
-        let entry = match entry {
-            Ok(entry) => entry,
-            Err(e) => {
-                let at = e.path().map_or_else(|| p.to_path_buf(), Path::to_path_buf);
-                skip(&at, &e.to_string());
-                continue;
-            }
-        };
-        let path = entry.path();
-        let file_type = entry.file_type();
-        if file_type.is_dir() {
-            continue;
-        }
-        // A symlink: read what it names when that is a regular file.
-        let meta = match (file_type.is_symlink(), std::fs::metadata(path)) {
-            (_, Err(e)) => {
-                skip(path, &e.to_string());
-                continue;
-            }
-            (true, Ok(m)) if m.is_dir() => {
-                skip(path, "a symlink to a folder (not followed)");
-                continue;
-            }
-            (_, Ok(m)) => m,
-        };
-        if !meta.is_file() {
-            skip(path, "not a regular file (a FIFO, socket or device)");
-            continue;
-        }
-        if let Err(e) = std::fs::File::open(path) {
-            skip(path, &e.to_string());
-            continue;
-        }
-        out.push(Entry {
-            location: Location::Local(path.to_path_buf()),
-            size: meta.len(),
-            etag: None,
-        });
-    }
-    out.sort_by(|a, b| a.location.as_local().cmp(&b.location.as_local()));
-    Ok(out)
 }
 
 #[cfg(test)]

@@ -31,5 +31,6 @@ mod synth;
 mod train;
 mod trainer_exports;
 mod udf_parity;
+mod untrusted;
 mod validate;
 mod verl;

@@ -6,7 +6,6 @@
 //! gives for the rendered text), tool calls, reasoning and NFC included;
 //! and `validate --model` passes every train turn of a mix.
 
-
 use crate::common::*;
 
 /// Conversations as mini-swe-agent's tool-calling runs and the mixes hold

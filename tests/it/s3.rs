@@ -28,7 +28,7 @@ fn s3s_fs() -> PathBuf {
 }
 
 /// A running s3s-fs on loopback; stopped when dropped.
-struct S3Server {
+pub(crate) struct S3Server {
     child: Option<Child>,
     port: u16,
     root: tempfile::TempDir,
@@ -63,7 +63,7 @@ fn wait_for_port(port: u16, child: &mut Child, log: &Path) {
 }
 
 impl S3Server {
-    fn start() -> S3Server {
+    pub(crate) fn start() -> S3Server {
         let root = tempfile::tempdir().unwrap();
         std::fs::create_dir(root.path().join(BUCKET)).unwrap();
         let mut s = S3Server {
@@ -105,11 +105,11 @@ impl S3Server {
     }
 
     /// The bucket's folder on disk (s3s-fs keeps an object at its key's path).
-    fn bucket_dir(&self) -> PathBuf {
+    pub(crate) fn bucket_dir(&self) -> PathBuf {
         self.root.path().join(BUCKET)
     }
 
-    fn endpoint(&self) -> String {
+    pub(crate) fn endpoint(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 
@@ -141,7 +141,7 @@ impl Drop for S3Server {
 }
 
 /// Keys, endpoint and region as the AWS tools read them; never the metadata address.
-fn aws_env(c: &mut Command, endpoint: &str, secret: &str) {
+pub(crate) fn aws_env(c: &mut Command, endpoint: &str, secret: &str) {
     for k in ["AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION"] {
         c.env_remove(k);
     }
@@ -154,7 +154,7 @@ fn aws_env(c: &mut Command, endpoint: &str, secret: &str) {
         .env("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent");
 }
 
-fn s3_url(key: &str) -> String {
+pub(crate) fn s3_url(key: &str) -> String {
     format!("s3://{BUCKET}/{key}")
 }
 

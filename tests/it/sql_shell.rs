@@ -126,6 +126,31 @@ fn the_table_format_caps_its_rows_and_says_how_many_it_left_out() {
     assert_eq!(sql(&lake, q).len(), 100);
 }
 
+/// A cell longer than the table's character cap is cut at a character
+/// (never inside one) with a mark of what it left out; csv gives it whole.
+#[test]
+fn the_table_format_cuts_a_long_cell_and_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lake = lake(tmp.path());
+    let q = "SELECT repeat('é', 5000) AS long, 'short' AS s";
+    let o = ok(run(&lake, &["sql", q, "--maxchars", "100"]));
+    let out = stdout(&o);
+    assert!(
+        out.contains(&format!("| {}… (+4900 chars) | short |", "é".repeat(100))),
+        "{out}"
+    );
+    assert!(
+        out.contains("1 cell(s) cut at 100 characters (--maxchars"),
+        "{out}"
+    );
+    let o = ok(run(&lake, &["sql", q]));
+    assert!(stdout(&o).contains(&format!("{}… (+4000 chars)", "é".repeat(1000))));
+    let o = ok(run(&lake, &["sql", q, "--maxchars", "0"]));
+    assert!(stdout(&o).contains(&"é".repeat(5000)));
+    assert!(!stdout(&o).contains("cut at"));
+    assert_eq!(sql(&lake, q)[0][0], "é".repeat(5000));
+}
+
 #[test]
 fn timing_explain_and_out_take_the_last_result() {
     let tmp = tempfile::tempdir().unwrap();

@@ -19,7 +19,7 @@ use std::process::ExitCode;
 
 use crate::cmd::LakeArg;
 use crate::engine;
-use crate::output::Format;
+use crate::output::{Format, TableCap};
 use crate::pipeline::steps::{self, StepConfig};
 use runner::{Output, Runner};
 
@@ -48,6 +48,9 @@ pub struct SqlArgs {
     /// Rows of each result the table format shows; 0 shows every row.
     #[arg(long, default_value_t = 40)]
     pub maxrows: usize,
+    /// Characters of one cell the table format shows; 0 shows every one.
+    #[arg(long, default_value_t = 1000)]
+    pub maxchars: usize,
     /// Say each statement's row count and elapsed time on standard error
     /// (the default when it is a terminal).
     #[arg(long)]
@@ -140,7 +143,10 @@ pub async fn run(lake: &LakeArg, args: SqlArgs) -> anyhow::Result<ExitCode> {
     let runner = Runner {
         ctx,
         format: format.into(),
-        maxrows: (args.maxrows > 0).then_some(args.maxrows),
+        cap: TableCap {
+            rows: (args.maxrows > 0).then_some(args.maxrows),
+            chars: (args.maxchars > 0).then_some(args.maxchars),
+        },
         timing: args.timing || std::io::stderr().is_terminal(),
         access: match args.allow_writes {
             true => engine::Access::Writes,

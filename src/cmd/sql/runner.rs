@@ -11,7 +11,7 @@ use datafusion::prelude::SessionContext;
 use futures::StreamExt;
 
 use crate::engine;
-use crate::output::{Format, ResultWriter, Written};
+use crate::output::{Format, ResultWriter, TableCap, Written};
 use crate::pipeline::sqlstep::statements;
 
 /// Where a statement's rows go.
@@ -28,8 +28,8 @@ pub enum Output<'a> {
 pub struct Runner {
     pub ctx: SessionContext,
     pub format: Format,
-    /// Rows the table format shows of each result (all when `None`).
-    pub maxrows: Option<usize>,
+    /// What the table format shows of each result.
+    pub cap: TableCap,
     /// Say each statement's row count and elapsed time on standard error.
     pub timing: bool,
     /// Whether statements may write (see [`engine::access`]).
@@ -49,7 +49,7 @@ impl Runner {
         let rows = engine::stream_statement(&self.ctx, sql, context, self.access).await?;
         let has_columns = !rows.schema().fields().is_empty();
         // A table is drawn whole at its end: it keeps only the rows it shows.
-        let cap = self.maxrows.filter(|_| self.format == Format::Table);
+        let cap = self.cap;
         let written = match out {
             Output::File(path) => {
                 let file = std::fs::File::create(path)
@@ -107,6 +107,7 @@ async fn drain(mut rows: SendableRecordBatchStream) -> anyhow::Result<Written> {
     Ok(Written {
         rows: n,
         not_shown: 0,
+        cells_cut: 0,
     })
 }
 
@@ -116,7 +117,7 @@ async fn write_stream(
     mut rows: SendableRecordBatchStream,
     sink: Box<dyn Write + Send>,
     format: Format,
-    cap: Option<usize>,
+    cap: TableCap,
 ) -> anyhow::Result<Written> {
     let schema = rows.schema();
     let (tx, mut rx) = tokio::sync::mpsc::channel(2);

@@ -88,11 +88,15 @@ impl RunFolder {
 }
 
 /// Eval-run folders under `paths`: a folder holding the artifacts, or a
-/// folder of such folders (local or a prefix in an object store).
-pub async fn run_folders(paths: &[Location]) -> StorageResult<Vec<RunFolder>> {
+/// folder of such folders (local or a prefix in an object store); and how
+/// many entries the walks skipped.
+pub async fn run_folders(paths: &[Location]) -> StorageResult<(Vec<RunFolder>, u64)> {
     let mut out = Vec::new();
+    let mut skipped = 0;
     for p in paths {
-        let files = p.files().await?;
+        let listing = p.list().await?;
+        skipped += listing.skipped;
+        let files = listing.entries;
         if files.len() == 1 && files[0].location.same(p) {
             return Err(StorageError::Invalid {
                 location: p.to_string(),
@@ -142,7 +146,7 @@ pub async fn run_folders(paths: &[Location]) -> StorageResult<Vec<RunFolder>> {
             out.extend(runs);
         }
     }
-    Ok(out)
+    Ok((out, skipped))
 }
 
 #[cfg(test)]
