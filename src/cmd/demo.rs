@@ -153,7 +153,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     super::select::print_summary(&summary);
 
     println!("\n== mix: sft_mix keeps every product row");
-    let report = crate::pipeline::mix::build(&lake, &select_config.mix).await?;
+    let report = crate::job::mix::compose(&lake, &select_config.mix, None).await?;
     super::mix::print_report(&report);
 
     let escape = engine::run_sql(

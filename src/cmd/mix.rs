@@ -8,16 +8,24 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::cmd::LakeArg;
-use crate::pipeline::mix::{build, MixReport};
+use crate::pipeline::mix::MixReport;
+use crate::pipeline::select::MixConfig;
 
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct MixArgs {
     #[command(subcommand)]
     pub command: Option<MixCommand>,
-    /// The [mix] section of this select config is used (default: the embedded data/select.toml).
+    /// The [mix] section of this select config, or a file holding only
+    /// [mix] (as `mix sweep` writes its winner), is used (default: the
+    /// embedded data/select.toml's).
     #[arg(long)]
     pub config: Option<PathBuf>,
+    /// With [mix] unit = "tokens": the Hugging Face model folder whose
+    /// tokenizer and chat template count each row's trainable tokens
+    /// (default: turnlake's own tokenizer with ChatML).
+    #[arg(long, value_name = "DIR")]
+    pub model: Option<PathBuf>,
     /// `json` prints the composition and the reproduction table as one JSON object.
     #[arg(long, value_enum, default_value = "table")]
     pub format: super::stats::ReportFormat,
@@ -25,7 +33,7 @@ pub struct MixArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum MixCommand {
-    /// Train one proxy model per candidate share vector (same token budget) and rank them by held-out loss on a target set.
+    /// Train proxy models per candidate share vector (same trainable-token budget, several seeds), rank them by loss on the target's held-out dev half, and write the winner as a [mix] block.
     Sweep(SweepArgs),
 }
 
@@ -40,9 +48,14 @@ pub struct SweepArgs {
     /// The mix whose held-out rows are the target set.
     #[arg(long, default_value = "credit")]
     pub target: String,
-    /// One proxy per candidate and seed.
-    #[arg(long, value_delimiter = ',', default_value = "1,2")]
+    /// One proxy per candidate and seed; a seed draws the rows as well as
+    /// the model's start, so the spread over seeds is the noise floor.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,3")]
     pub seeds: Vec<u64>,
+    /// Trainable (train-turn) tokens each candidate trains on; the context
+    /// is fed besides (default: the train config's steps x batch_size x seq_len).
+    #[arg(long, value_name = "TOKENS")]
+    pub budget: Option<usize>,
     /// The table of rows (default sft_mix).
     #[arg(long, default_value = "sft_mix")]
     pub table: String,
@@ -70,19 +83,41 @@ pub fn print_report(r: &MixReport) {
         "recovery turns",
         "avg source score",
     ]);
+    let tokens = r.unit == crate::pipeline::select::MixUnit::Tokens;
+    if tokens {
+        t.set_header(vec![
+            "mix",
+            "available tokens",
+            "rows",
+            "% rows",
+            "train turns",
+            "% train turns",
+            "trainable tokens",
+            "% trainable tokens",
+            "recovery turns",
+            "avg source score",
+        ]);
+    }
     for m in &r.mixes {
-        t.add_row(vec![
+        let mut row = vec![
             m.mix.clone(),
             r.available.get(&m.mix).copied().unwrap_or(0).to_string(),
             m.rows.to_string(),
             pct(m.share_rows),
             m.train_turns.to_string(),
             pct(m.share_train),
-            m.recovery_turns.to_string(),
+        ];
+        if tokens {
+            row.push(m.train_tokens.unwrap_or(0).to_string());
+            row.push(pct(m.share_tokens.unwrap_or(0.0)));
+        }
+        row.push(m.recovery_turns.to_string());
+        row.push(
             m.avg_source_score
                 .map(|s| format!("{s:.3}"))
                 .unwrap_or_else(|| "-".into()),
-        ]);
+        );
+        t.add_row(row);
     }
     println!("{t}");
     let mut t = Table::new();
@@ -114,9 +149,15 @@ pub async fn run(lake: &LakeArg, args: MixArgs) -> anyhow::Result<ExitCode> {
     if let Some(MixCommand::Sweep(_)) = args.command {
         return super::train::delegate();
     }
-    let config = super::select::load_config(args.config.as_ref())?;
+    let config = super::load_config(
+        args.config.as_ref(),
+        || crate::pipeline::select::SelectConfig::default_config().mix,
+        MixConfig::from_toml,
+    )?;
     let lake = lake.open().await?;
-    let r = build(&lake, &config.mix).await.context("mix failed")?;
+    let r = crate::job::mix::compose(&lake, &config, args.model.as_deref())
+        .await
+        .context("mix failed")?;
     match args.format {
         super::stats::ReportFormat::Json => println!("{}", serde_json::to_string_pretty(&r)?),
         _ => print_report(&r),

@@ -32,6 +32,7 @@ pub struct LakeArg {
 impl LakeArg {
     /// The lake, pinned to `--as-of` when given; it must exist.
     pub async fn open(&self) -> anyhow::Result<crate::lake::Lake> {
+        self.require_cluster()?;
         let lake = match &self.as_of {
             Some(at) => crate::lake::Lake::open_as_of(&self.root, at).await?,
             None => crate::lake::Lake::open_existing(&self.root)?,
@@ -39,9 +40,18 @@ impl LakeArg {
         Ok(lake.with_cluster(self.cluster.clone()))
     }
 
+    /// `--cluster` needs the cluster feature: said before the lake is looked at.
+    fn require_cluster(&self) -> anyhow::Result<()> {
+        if self.cluster.is_some() {
+            crate::sinks::Sink::Cluster.require("--cluster")?;
+        }
+        Ok(())
+    }
+
     /// The lake, created where it does not exist yet (the commands that
     /// bring inputs in: ingest, build).
     pub async fn open_or_create(&self) -> anyhow::Result<crate::lake::Lake> {
+        self.require_cluster()?;
         match &self.as_of {
             Some(_) => self.open().await,
             None => Ok(crate::lake::Lake::open(&self.root)?.with_cluster(self.cluster.clone())),

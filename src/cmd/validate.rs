@@ -197,9 +197,9 @@ pub async fn run(lake: &LakeArg, args: ValidateArgs) -> anyhow::Result<ExitCode>
             report.train_turns
         );
     }
-    match kept {
-        None => println!("read --as-of an earlier lake commit: sft_validated is not written"),
-        Some(_) => println!(
+    let outcome = match kept {
+        None => "read --as-of an earlier lake commit: sft_validated is not written".to_string(),
+        Some(_) => format!(
             "{} row(s) over {} tokens {}; sft_validated written",
             report.over_limit_rows.len(),
             args.limit,
@@ -209,6 +209,11 @@ pub async fn run(lake: &LakeArg, args: ValidateArgs) -> anyhow::Result<ExitCode>
                 "kept"
             }
         ),
+    };
+    // JSON on standard output is the report alone.
+    match args.format {
+        super::stats::ReportFormat::Json => eprintln!("{outcome}"),
+        _ => println!("{outcome}"),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -15,7 +15,7 @@ use crate::export::{manifest, sft};
 use crate::lake::Lake;
 use crate::pipeline::credit::{self, CreditConfig};
 use crate::pipeline::ingest::{ingest, InputKind};
-use crate::pipeline::select::{self, SelectConfig, PRODUCTS};
+use crate::pipeline::select::{self, MixUnit, SelectConfig, PRODUCTS};
 use crate::pipeline::{mix, steps};
 use crate::storage::Location;
 
@@ -270,10 +270,27 @@ pub async fn run(lake: &Lake, plan: &Plan) -> anyhow::Result<Vec<StepRun>> {
     }
 
     let started = Instant::now();
-    if steps::is_current(lake, &steps::MIX, serde_json::to_value(&select_config.mix)?).await? {
+    // Token quotas are counted with turnlake's own tokenizer here.
+    let counter = match select_config.mix.unit {
+        MixUnit::Rows => None,
+        MixUnit::Tokens => Some(super::mix::Counter::open(None)?),
+    };
+    let mix_params = mix::params(
+        &select_config.mix,
+        counter.as_ref().map(|c| c.digest.as_str()),
+    );
+    if steps::is_current(lake, &steps::MIX, mix_params).await? {
         step("mix", false, (0, 0), started, UNCHANGED.into());
     } else {
-        let r = mix::build(lake, &select_config.mix)
+        let tokens = match counter {
+            Some(c) => Some(
+                super::mix::count_tokens(lake, c)
+                    .await
+                    .context("mix failed")?,
+            ),
+            None => None,
+        };
+        let r = mix::build(lake, &select_config.mix, tokens.as_ref())
             .await
             .context("mix failed")?;
         step(

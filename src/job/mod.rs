@@ -1,9 +1,11 @@
 //! Jobs that span the layers below them: `build` (a pipeline file as one
-//! batch job), validate's table step, and an SFT export with its manifest.
+//! batch job), validate's table step, an SFT export with its manifest, and
+//! a mix whose shares are token quotas.
 //! `cmd` turns arguments into these calls and prints what they return.
 
 pub mod build;
 pub mod export;
+pub mod mix;
 pub mod validate;
 
 /// A TOML config from `(name, text)`, or the embedded default; errors name the file.

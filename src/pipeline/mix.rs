@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::reproduction::Reproduction;
-use super::select::{MixConfig, PRODUCTS};
+use super::select::{MixConfig, MixUnit, PRODUCTS};
 use super::sqlstep::run_script;
 use super::PipelineError;
 use crate::columns::{f64s, i64s, strings};
@@ -55,6 +55,25 @@ pub fn quotas(config: &MixConfig, available: &BTreeMap<String, i64>) -> BTreeMap
         .collect()
 }
 
+/// Each candidate row's trainable tokens (mix, row_id, tokens), when the
+/// shares are token quotas, and the digest of the tokenizer and template
+/// that counted them (the step's parameters record it).
+#[derive(Debug, Clone, Default)]
+pub struct TokenCounts {
+    pub rows: Vec<(String, String, i64)>,
+    pub tokenizer: String,
+}
+
+/// The mix step's parameters: the config, and the tokenizer that counted
+/// the tokens when the shares are token quotas.
+pub fn params(config: &MixConfig, tokenizer: Option<&str>) -> serde_json::Value {
+    let mut v = serde_json::to_value(config).expect("the mix config serializes");
+    if let (MixUnit::Tokens, Some(t)) = (config.unit, tokenizer) {
+        v["tokenizer"] = t.into();
+    }
+    v
+}
+
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct MixRow {
     pub mix: String,
@@ -62,12 +81,19 @@ pub struct MixRow {
     pub train_turns: i64,
     pub share_rows: f64,
     pub share_train: f64,
+    /// Trainable tokens and their share, when the shares are token quotas.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub train_tokens: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub share_tokens: Option<f64>,
     pub recovery_turns: i64,
     pub avg_source_score: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct MixReport {
+    /// What `available` and the quotas count.
+    pub unit: MixUnit,
     pub available: BTreeMap<String, i64>,
     pub mixes: Vec<MixRow>,
     /// cmd_kind -> share of train turns
@@ -236,7 +262,13 @@ impl ReportCounts {
         Ok(())
     }
 
-    fn report(self, available: BTreeMap<String, i64>) -> MixReport {
+    fn report(
+        self,
+        unit: MixUnit,
+        available: BTreeMap<String, i64>,
+        kept_tokens: Option<BTreeMap<String, i64>>,
+    ) -> MixReport {
+        let tokens: i64 = kept_tokens.iter().flat_map(|k| k.values()).sum();
         let rows: i64 = self.mixes.values().map(|m| m.rows).sum();
         let train: i64 = self.mixes.values().map(|m| m.train_turns).sum();
         let share = |n: i64, total: i64| n as f64 / total as f64;
@@ -249,6 +281,12 @@ impl ReportCounts {
                 train_turns: m.train_turns,
                 share_rows: share(m.rows, rows),
                 share_train: share(m.train_turns, train),
+                train_tokens: kept_tokens
+                    .as_ref()
+                    .map(|k| k.get(mix).copied().unwrap_or(0)),
+                share_tokens: kept_tokens
+                    .as_ref()
+                    .map(|k| share(k.get(mix).copied().unwrap_or(0), tokens)),
                 recovery_turns: m.recovery_turns,
                 avg_source_score: m.avg_score(),
             })
@@ -261,6 +299,7 @@ impl ReportCounts {
             source_score: credit.and_then(MixCounts::avg_score),
         };
         let mut report = MixReport {
+            unit,
             available,
             mixes,
             commands: self.commands.shares(),
@@ -292,7 +331,11 @@ struct CreditFigures {
 /// that read `turns` per chunk took chunks x turns.)
 async fn report(
     ctx: &SessionContext,
-    available: BTreeMap<String, i64>,
+    (unit, available, kept_tokens): (
+        MixUnit,
+        BTreeMap<String, i64>,
+        Option<BTreeMap<String, i64>>,
+    ),
     rows: usize,
     chunk_rows: usize,
 ) -> Result<MixReport, PipelineError> {
@@ -343,7 +386,7 @@ async fn report(
         run_script(&session, REPORT_SQL_FILE, REPORT_SQL).await?;
         counts.add_chunk(&session).await?;
     }
-    Ok(counts.report(available))
+    Ok(counts.report(unit, available, kept_tokens))
 }
 
 /// Plan `session`'s joins as the report's SQL writes them: with join
@@ -449,11 +492,14 @@ pub async fn register_candidates(ctx: &SessionContext) -> Result<(), PipelineErr
     Ok(())
 }
 
-/// Count what each product offers and register `mix_quota` (mix, take, available, seed),
-/// the table sql/mix.sql samples by. Returns the rows available per mix.
+/// Count what each product offers, in the config's unit, and register
+/// `mix_cost` (row_id, cost: 1 a row, or its trainable tokens) and
+/// `mix_quota` (mix, take, available, seed), which sql/mix.sql samples by.
+/// Returns what is available per mix.
 pub async fn register_quota(
     ctx: &SessionContext,
     config: &MixConfig,
+    tokens: Option<&TokenCounts>,
 ) -> Result<BTreeMap<String, i64>, PipelineError> {
     let mut available = BTreeMap::new();
     for (mix, table) in PRODUCTS {
@@ -468,6 +514,47 @@ pub async fn register_quota(
             .await
             .map_err(PipelineError::Params)?;
         available.insert(mix.to_string(), n as i64);
+    }
+    let _ = ctx.deregister_table("mix_cost");
+    match (config.unit, tokens) {
+        (MixUnit::Tokens, Some(t)) => {
+            available = available.keys().map(|m| (m.clone(), 0)).collect();
+            for (mix, _, n) in &t.rows {
+                *available.entry(mix.clone()).or_default() += n;
+            }
+            let batch = RecordBatch::try_from_iter(vec![
+                (
+                    "row_id",
+                    Arc::new(StringArray::from_iter_values(t.rows.iter().map(|r| &r.1)))
+                        as ArrayRef,
+                ),
+                (
+                    "cost",
+                    Arc::new(Int64Array::from_iter_values(t.rows.iter().map(|r| r.2))) as ArrayRef,
+                ),
+            ])
+            .map_err(|e| PipelineError::Params(e.into()))?;
+            ctx.register_table(
+                "mix_cost",
+                Arc::new(
+                    MemTable::try_new(batch.schema(), vec![vec![batch]])
+                        .map_err(PipelineError::Params)?,
+                ),
+            )
+            .map_err(PipelineError::Params)?;
+        }
+        (MixUnit::Tokens, None) => return Err(PipelineError::Reader(
+            "mix.unit = \"tokens\" needs each row's trainable tokens (turnlake mix counts them)"
+                .into(),
+        )),
+        (MixUnit::Rows, _) => {
+            let view = ctx
+                .sql("SELECT row_id, CAST(1 AS BIGINT) AS cost FROM mix_candidates")
+                .await
+                .map_err(PipelineError::Params)?;
+            ctx.register_table("mix_cost", view.into_view())
+                .map_err(PipelineError::Params)?;
+        }
     }
     let quota = quotas(config, &available);
     let batch = RecordBatch::try_from_iter(vec![
@@ -505,21 +592,27 @@ pub async fn register_quota(
 }
 
 /// Compose `sft_mix` in `lake` (sql/mix.sql), as one step, and report its composition.
-pub async fn build(lake: &Lake, config: &MixConfig) -> Result<MixReport, PipelineError> {
-    build_with_report_chunks(lake, config, REPORT_CHUNK_ROWS).await
+/// With `unit = "tokens"`, `tokens` holds each candidate row's trainable tokens.
+pub async fn build(
+    lake: &Lake,
+    config: &MixConfig,
+    tokens: Option<&TokenCounts>,
+) -> Result<MixReport, PipelineError> {
+    build_with_report_chunks(lake, config, tokens, REPORT_CHUNK_ROWS).await
 }
 
 /// [`build`], the report counted in chunks of about `chunk_rows` rows.
 pub async fn build_with_report_chunks(
     lake: &Lake,
     config: &MixConfig,
+    tokens: Option<&TokenCounts>,
     chunk_rows: usize,
 ) -> Result<MixReport, PipelineError> {
     let step = super::step::Step::begin_with(
         Some(SORT_BUDGET),
         lake,
         &super::steps::MIX,
-        serde_json::to_value(config).expect("the mix config serializes"),
+        params(config, tokens.map(|t| t.tokenizer.as_str())),
     )
     .await?;
     // A lake of one's own runs alone has no credit (no Albedo side was judged).
@@ -547,7 +640,7 @@ pub async fn build_with_report_chunks(
         ));
     }
     register_candidates(&step.ctx).await?;
-    let available = register_quota(&step.ctx, config).await?;
+    let available = register_quota(&step.ctx, config, tokens).await?;
     step.run_sql().await?;
     let rows = step
         .write_query(
@@ -559,7 +652,31 @@ pub async fn build_with_report_chunks(
     let ctx = step.ctx.clone();
     step.finish().await?;
     engine::register(&ctx, lake, "sft_mix").await?;
-    report(&ctx, available, rows, chunk_rows).await
+    let kept_tokens = match config.unit {
+        MixUnit::Rows => None,
+        MixUnit::Tokens => {
+            let b = engine::run_sql(
+                &ctx,
+                "SELECT m.mix, sum(c.cost) AS tokens FROM sft_mix m JOIN mix_cost c ON c.row_id = m.row_id GROUP BY m.mix",
+                "the mix's trainable tokens",
+            )
+            .await?;
+            Some(
+                strings(&b, "mix")
+                    .into_iter()
+                    .zip(i64s(&b, "tokens"))
+                    .map(|(m, n)| (m.unwrap_or_default(), n.unwrap_or(0)))
+                    .collect(),
+            )
+        }
+    };
+    report(
+        &ctx,
+        (config.unit, available, kept_tokens),
+        rows,
+        chunk_rows,
+    )
+    .await
 }
 
 #[cfg(test)]
@@ -570,6 +687,7 @@ mod tests {
         MixConfig {
             mode: mode.into(),
             seed: 1,
+            unit: MixUnit::Rows,
             shares: shares.iter().map(|(m, s)| (m.to_string(), *s)).collect(),
         }
     }

@@ -89,7 +89,64 @@ pub struct MixConfig {
     /// "shares" or "all".
     pub mode: String,
     pub seed: i64,
+    /// What the shares count (rows unless said).
+    #[serde(default, skip_serializing_if = "MixUnit::is_rows")]
+    pub unit: MixUnit,
     pub shares: BTreeMap<String, f64>,
+}
+
+/// What a mix's shares count: rows, or trainable tokens (the train turns'
+/// tokens under the tokenizer `mix --model` names), which `mix sweep`
+/// compares candidates by.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum MixUnit {
+    #[default]
+    Rows,
+    Tokens,
+}
+
+impl MixUnit {
+    pub fn is_rows(&self) -> bool {
+        *self == MixUnit::Rows
+    }
+}
+
+impl MixConfig {
+    /// The `[mix]` table of a select config: a whole one, or a file holding
+    /// only `[mix]` (as `mix sweep` writes its winner).
+    pub fn from_toml(text: &str) -> Result<MixConfig, String> {
+        #[derive(Deserialize)]
+        struct MixOnly {
+            mix: MixConfig,
+        }
+        let c = toml::from_str::<MixOnly>(text)
+            .map_err(|e| e.to_string())?
+            .mix;
+        c.check()?;
+        Ok(c)
+    }
+
+    fn check(&self) -> Result<(), String> {
+        if self.mode != "shares" && self.mode != "all" {
+            return Err(format!(
+                "mix.mode = {:?}: use \"shares\" or \"all\"",
+                self.mode
+            ));
+        }
+        for (mix, share) in &self.shares {
+            if !PRODUCTS.iter().any(|(m, _)| m == mix) {
+                return Err(format!("mix.shares.{mix}: not a product (credit, escape_duel, escape_mini, finish_mini)"));
+            }
+            if !share.is_finite() || *share < 0.0 {
+                return Err(format!("mix.shares.{mix} = {share}: a share must be >= 0"));
+            }
+        }
+        if self.mode == "shares" && self.shares.values().sum::<f64>() <= 0.0 {
+            return Err("mix.shares: at least one share must be positive".into());
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -105,29 +162,13 @@ pub struct SelectConfig {
 impl SelectConfig {
     pub fn from_toml(text: &str) -> Result<SelectConfig, String> {
         let c: SelectConfig = toml::from_str(text).map_err(|e| e.to_string())?;
-        if c.mix.mode != "shares" && c.mix.mode != "all" {
-            return Err(format!(
-                "mix.mode = {:?}: use \"shares\" or \"all\"",
-                c.mix.mode
-            ));
-        }
+        c.mix.check()?;
         for source in &c.runs.sources {
             if !RUN_SOURCES.contains(&source.as_str()) {
                 return Err(format!(
                     "runs.sources: {source:?} is not a source of runs (mini_coder, mswea)"
                 ));
             }
-        }
-        for (mix, share) in &c.mix.shares {
-            if !PRODUCTS.iter().any(|(m, _)| m == mix) {
-                return Err(format!("mix.shares.{mix}: not a product (credit, escape_duel, escape_mini, finish_mini)"));
-            }
-            if !share.is_finite() || *share < 0.0 {
-                return Err(format!("mix.shares.{mix} = {share}: a share must be >= 0"));
-            }
-        }
-        if c.mix.mode == "shares" && c.mix.shares.values().sum::<f64>() <= 0.0 {
-            return Err("mix.shares: at least one share must be positive".into());
         }
         Ok(c)
     }

@@ -350,8 +350,8 @@ pub async fn prepare(
             }
         }
         Setup::MixCandidates => {
-            mix::register_quota(ctx, &select().mix).await?;
             mix::register_candidates(ctx).await?;
+            mix::register_quota(ctx, &select().mix, None).await?;
         }
         Setup::MixRows {
             train_turns,

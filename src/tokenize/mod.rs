@@ -12,6 +12,7 @@
 pub mod byte_level;
 pub mod hf;
 pub mod jinja;
+pub mod labels;
 pub mod model;
 pub mod pieces;
 pub mod template;

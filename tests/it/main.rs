@@ -14,6 +14,7 @@ mod house;
 mod ingest;
 mod lake;
 mod loopback_http;
+mod mix_units;
 mod model_template;
 mod mswea;
 mod other_engines;

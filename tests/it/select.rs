@@ -349,8 +349,8 @@ fn mix_reads_the_products_in_row_id_order_and_sorts_them_when_they_are_not() {
             assert!(in_row_id_order(&ctx, table).await, "{table}");
         }
         assert!(in_row_id_order(&ctx, "sft_mix").await);
-        mix::register_quota(&ctx, &config.mix).await.unwrap();
         mix::register_candidates(&ctx).await.unwrap();
+        mix::register_quota(&ctx, &config.mix, None).await.unwrap();
         sqlstep::run_script(&ctx, mix::SQL_FILE, mix::SQL)
             .await
             .unwrap();
@@ -608,7 +608,7 @@ fn synthetic_products_reconcile_and_match_their_shares() {
     let chunk_rows = 7;
     let chunked = tokio::runtime::Runtime::new().unwrap().block_on(async {
         let lake = turnlake::lake::Lake::open(chunked_lake.to_str().unwrap()).unwrap();
-        turnlake::pipeline::mix::build_with_report_chunks(&lake, &config.mix, chunk_rows)
+        turnlake::pipeline::mix::build_with_report_chunks(&lake, &config.mix, None, chunk_rows)
             .await
             .unwrap()
     });

@@ -53,7 +53,8 @@ fn train_renders_with_a_model_folders_tokenizer_and_template() {
 fn train_on_a_mix_resumes_and_a_sweep_ranks_the_planted_mix_first() {
     let tmp = tempfile::tempdir().unwrap();
     let corpus = tmp.path().join("corpus");
-    synth_corpus(&corpus, 9, (12, 20, 150, 2), None);
+    // Enough mini-coder runs that every candidate below fills its budget.
+    synth_corpus(&corpus, 9, (12, 20, 1200, 2), None);
     let lake = tmp.path().join("lake");
     ingest_corpus(&lake, &corpus);
     for step in ["credit", "select", "mix"] {
@@ -103,7 +104,8 @@ fn train_on_a_mix_resumes_and_a_sweep_ranks_the_planted_mix_first() {
     );
 
     // Held-out credit rows are the target: the candidate that trains on credit
-    // rows must beat the two that leave their distribution out.
+    // rows must beat the two that leave their distribution out, each trained
+    // on the same trainable tokens.
     let sweep = tmp.path().join("sweep");
     let o = ok(run(
         &lake,
@@ -111,23 +113,71 @@ fn train_on_a_mix_resumes_and_a_sweep_ranks_the_planted_mix_first() {
             "mix",
             "sweep",
             "--grid",
-            "finish_mini=1;credit=1;escape_mini=1",
+            "finish_mini=1;credit=1,finish_mini=1;escape_mini=1",
             "--seeds",
             "1,2",
+            "--budget",
+            "1500",
             "--train-config",
             cfg,
             "--out",
             sweep.to_str().unwrap(),
         ],
     ));
-    assert!(stdout(&o).contains("spread"), "{}", stdout(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains("beyond noise") && text.contains("[mix]"),
+        "{text}"
+    );
     let s = json(&sweep.join("sweep.json"));
     let ranking = s["ranking"].as_array().unwrap();
     assert_eq!(ranking.len(), 3);
-    assert_eq!(ranking[0]["candidate"]["name"], "credit=1", "{ranking:?}");
+    assert_eq!(
+        ranking[0]["candidate"]["name"], "credit=1,finish_mini=1",
+        "{ranking:?}"
+    );
+    assert!(s["dev_windows"].as_u64().unwrap() > 0 && s["test_windows"].as_u64().unwrap() > 0);
     for r in ranking {
         assert_eq!(r["losses"].as_array().unwrap().len(), 2);
+        assert_eq!(r["test_losses"].as_array().unwrap().len(), 2);
         assert!(r["spread"].as_f64().unwrap() >= 0.0);
+        // Equal labelled budgets: each reaches 1500 trainable tokens by less
+        // than a row per mix, whatever context came with them.
+        let trainable = r["trainable_tokens"].as_u64().unwrap();
+        assert!((1500..2000).contains(&trainable), "{r}");
+        assert!(r["context_tokens"].as_u64().unwrap() > trainable, "{r}");
     }
     assert!(sweep.join("sweep.png").exists());
+
+    // The winner's [mix] block composes its mix: its token shares, half and half.
+    let winner = sweep.join("winner.toml");
+    assert!(std::fs::read_to_string(&winner)
+        .unwrap()
+        .contains("unit = \"tokens\""));
+    let o = ok(run(
+        &lake,
+        &[
+            "mix",
+            "--config",
+            winner.to_str().unwrap(),
+            "--format",
+            "json",
+        ],
+    ));
+    let mix: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let shares: Vec<(String, f64)> = mix["mixes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["mix"].as_str().unwrap().to_string(),
+                m["share_tokens"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(shares.len(), 2, "{shares:?}");
+    for (m, share) in &shares {
+        assert!((share - 0.5).abs() < 0.05, "{m}: {share}");
+    }
 }

@@ -137,13 +137,18 @@ async fn sweep(lake: &LakeArg, args: SweepArgs) -> anyhow::Result<ExitCode> {
             candidates: &candidates,
             target: &args.target,
             seeds: &args.seeds,
+            budget: args
+                .budget
+                .unwrap_or(cfg.steps as usize * cfg.batch_size * cfg.seq_len),
         };
         sweep::sweep(&prepared, &plan, &cfg, device, &args.out, &|| bar.inc(1))
     })?;
     bar.finish_and_clear();
     print_sweep(&report);
+    println!("{}", report.winner);
     println!(
-        "   {} and {}",
+        "   {}, {} and {}",
+        args.out.join("winner.toml").display(),
         args.out.join("sweep.json").display(),
         args.out.join("sweep.png").display()
     );
@@ -152,17 +157,22 @@ async fn sweep(lake: &LakeArg, args: SweepArgs) -> anyhow::Result<ExitCode> {
 
 fn print_sweep(r: &train::sweep::SweepReport) {
     println!(
-        "mix sweep: held-out {} loss ({} windows) after {} training tokens per proxy, seeds {:?}",
-        r.target, r.target_windows, r.token_budget, r.seeds
+        "mix sweep: {} trainable tokens per candidate; loss on the held-out {} rows' dev half ({} windows), \
+         the winner's on the test half ({} windows); seeds {:?}",
+        r.trainable_budget, r.target, r.dev_windows, r.test_windows, r.seeds
     );
     let mut t = Table::new();
     t.set_header(vec![
         "rank",
         "candidate",
-        "mean loss",
+        "dev loss (mean)",
         "spread (max-min)",
+        "beyond noise",
         "per seed",
-        "train tokens",
+        "test loss",
+        "trainable tokens",
+        "context tokens",
+        "steps",
     ]);
     for c in &r.ranking {
         t.add_row(vec![
@@ -170,13 +180,21 @@ fn print_sweep(r: &train::sweep::SweepReport) {
             c.candidate.name.clone(),
             format!("{:.4}", c.mean_loss),
             format!("{:.4}", c.spread),
+            if c.beyond_noise { "yes" } else { "no" }.to_string(),
             c.losses
                 .iter()
                 .map(|l| format!("{l:.4}"))
                 .collect::<Vec<_>>()
                 .join(" "),
-            c.train_tokens.to_string(),
+            format!("{:.4}", c.test_mean_loss),
+            c.trainable_tokens.to_string(),
+            c.context_tokens.to_string(),
+            c.steps.to_string(),
         ]);
     }
     println!("{t}");
+    println!(
+        "\"beyond noise\": the dev loss differs from the next candidate's by more than the larger \
+         seed-to-seed spread of the two (the last: from the one above)"
+    );
 }

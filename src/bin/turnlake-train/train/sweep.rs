@@ -1,7 +1,12 @@
-//! Mixture comparison by proxy models: for each candidate share vector, a
-//! training set of the same token budget drawn from the mixes in those
-//! shares, one small model per seed, ranked by held-out loss on a target set
-//! (by default the held-out `credit` rows), with the seed-to-seed spread.
+//! Mixture comparison by proxy models: for each candidate share vector and
+//! seed, a training set drawn from the mixes in those shares with the same
+//! budget of trainable (train-turn) tokens, the context fed but not counted,
+//! and one small model trained on it for one pass; the seed varies the draw
+//! as well as the model. The target's held-out rows (by default the held-out
+//! `credit` rows) are split in two: candidates are ranked by mean loss on the
+//! dev half, a difference counts only beyond the larger seed-to-seed spread,
+//! and the winner's loss is reported on the test half. The winner is written
+//! as a `[mix]` block that `turnlake mix --config` composes.
 
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -57,65 +62,102 @@ pub fn parse_grid(grid: &str) -> Result<Vec<Candidate>, String> {
 pub struct Ranked {
     pub rank: usize,
     pub candidate: Candidate,
-    /// Held-out target loss per seed, in seed order.
+    /// Loss on the target's dev half per seed, in seed order.
     pub losses: Vec<f64>,
     pub mean_loss: f64,
-    /// max - min over seeds.
+    /// max - min over seeds: the noise floor of this candidate.
     pub spread: f64,
-    pub train_tokens: usize,
+    /// Loss on the target's test half per seed, and its mean.
+    pub test_losses: Vec<f64>,
+    pub test_mean_loss: f64,
+    /// Whether its dev loss differs from the next-ranked candidate's by more
+    /// than the larger of their spreads (the last: from the one above).
+    pub beyond_noise: bool,
+    /// Trainable and context tokens of its training sets (mean over seeds).
+    pub trainable_tokens: usize,
+    pub context_tokens: usize,
+    /// Steps of each proxy: one pass over its windows.
+    pub steps: i64,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct SweepReport {
     pub target: String,
-    pub target_windows: usize,
-    pub token_budget: usize,
+    pub dev_windows: usize,
+    pub test_windows: usize,
+    /// Trainable tokens each candidate's training set holds.
+    pub trainable_budget: usize,
     pub seeds: Vec<u64>,
     pub ranking: Vec<Ranked>,
+    /// The winner as a `[mix]` block (written to winner.toml).
+    pub winner: String,
     pub lake: serde_json::Value,
 }
 
-/// Rows for `candidate` within `budget` tokens: each mix's share of the
-/// budget, rows taken in a seeded order, none of them held out.
+/// Rows for `candidate`: each mix's share of `budget` trainable tokens,
+/// rows taken in an order drawn by `draw_seed`, none of the rows held out
+/// by `split_seed`.
 fn compose<'a>(
     prepared: &'a Prepared,
     candidate: &Candidate,
     budget: usize,
-    seed: u64,
-    heldout_share: f64,
+    draw_seed: u64,
+    (split_seed, heldout_share): (u64, f64),
 ) -> Vec<&'a Tokenized> {
     let mut out = Vec::new();
     for (mix, share) in &candidate.shares {
-        let mut rows: Vec<&Tokenized> = prepared
+        let rows: Vec<&Tokenized> = prepared
             .rows
             .iter()
-            .filter(|r| &r.mix == mix && !data::held_out(&r.unit, seed, heldout_share))
-            .collect();
-        rows = run::permutation(rows.len(), seed, 0)
-            .into_iter()
-            .map(|i| rows[i])
+            .filter(|r| &r.mix == mix && !data::held_out(&r.unit, split_seed, heldout_share))
             .collect();
         let quota = (budget as f64 * share) as usize;
         let mut taken = 0;
-        for r in rows {
+        for i in run::permutation(rows.len(), draw_seed, 0) {
             if taken >= quota {
                 break;
             }
-            taken += r.ids.len();
-            out.push(r);
+            taken += rows[i].trainable();
+            out.push(rows[i]);
         }
     }
     out
 }
 
-/// What a sweep compares: candidates, the target mix, the seeds.
+/// What a sweep compares: candidates, the target mix, the seeds, and the
+/// trainable tokens each candidate trains on.
 pub struct SweepPlan<'a> {
     pub candidates: &'a [Candidate],
     pub target: &'a str,
     pub seeds: &'a [u64],
+    pub budget: usize,
 }
 
-/// Train one proxy per candidate and seed; rank by mean held-out target loss.
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len().max(1) as f64
+}
+
+fn spread(v: &[f64]) -> f64 {
+    v.iter().copied().fold(f64::MIN, f64::max) - v.iter().copied().fold(f64::MAX, f64::min)
+}
+
+/// `winner` as a `[mix]` block `turnlake mix --config` composes.
+pub fn mix_block(winner: &Ranked, seed: u64) -> String {
+    let shares: String = winner
+        .candidate
+        .shares
+        .iter()
+        .map(|(m, s)| format!("{m} = {s}\n"))
+        .collect();
+    format!(
+        "# The winner of `turnlake mix sweep` ({}): dev loss {:.4} +/- {:.4}, test loss {:.4}.\n\
+         # Compose it with: turnlake mix --config winner.toml [--model DIR]\n\
+         [mix]\nmode = \"shares\"\nunit = \"tokens\"\nseed = {seed}\n\n[mix.shares]\n{shares}",
+        winner.candidate.name, winner.mean_loss, winner.spread, winner.test_mean_loss
+    )
+}
+
+/// Train one proxy per candidate and seed; rank by mean dev loss.
 pub fn sweep(
     prepared: &Prepared,
     plan: &SweepPlan,
@@ -126,36 +168,54 @@ pub fn sweep(
 ) -> Result<SweepReport, TrainError> {
     let (candidates, target, seeds) = (plan.candidates, plan.target, plan.seeds);
     // The held-out split is fixed by the config's seed, so every candidate
-    // and seed is measured on the same target windows.
-    let split_seed = cfg.seed;
-    let target_rows: Vec<&Tokenized> = prepared
+    // and seed is measured on the same target windows; the target's held-out
+    // rows split in two halves by another hash of their unit.
+    let split = (cfg.seed, cfg.heldout_share);
+    let (mut dev, mut test) = (Vec::new(), Vec::new());
+    for r in prepared
         .rows
         .iter()
-        .filter(|r| r.mix == target && data::held_out(&r.unit, split_seed, cfg.heldout_share))
-        .collect();
-    let target_windows = data::pack(target_rows, cfg.seq_len, prepared.separator);
-    if target_windows.is_empty() {
+        .filter(|r| r.mix == target && data::held_out(&r.unit, cfg.seed, cfg.heldout_share))
+    {
+        match data::held_out(&r.unit, cfg.seed.wrapping_add(1), 0.5) {
+            true => test.push(r),
+            false => dev.push(r),
+        }
+    }
+    let dev = data::pack(dev, cfg.seq_len, prepared.separator);
+    let test = data::pack(test, cfg.seq_len, prepared.separator);
+    if dev.is_empty() || test.is_empty() {
         return Err(TrainError::Data(format!(
-            "no held-out {target} rows to measure the candidates on"
+            "too few held-out {target} rows to split into a dev and a test half \
+             (raise heldout_share, or choose another --target)"
         )));
     }
-    let budget = cfg.steps as usize * cfg.batch_size * cfg.seq_len;
     let mut ranked = Vec::new();
     for (i, candidate) in candidates.iter().enumerate() {
-        let rows = compose(prepared, candidate, budget, split_seed, cfg.heldout_share);
-        let train_tokens = rows.iter().map(|r| r.ids.len()).sum();
-        let windows = data::pack(rows, cfg.seq_len, prepared.separator);
-        let mut losses = Vec::new();
+        let (mut losses, mut test_losses) = (Vec::new(), Vec::new());
+        let (mut trainable, mut context, mut steps) = (0, 0, 0);
         for &seed in seeds {
+            let rows = compose(prepared, candidate, plan.budget, seed, split);
+            let held = rows.iter().map(|r| r.trainable()).sum::<usize>();
+            trainable += held;
+            context += rows.iter().map(|r| r.ids.len()).sum::<usize>() - held;
+            let windows = data::pack(rows, cfg.seq_len, prepared.separator);
+            let run_steps = windows.len().div_ceil(cfg.batch_size).max(1) as i64;
+            steps = run_steps;
             let dataset = Dataset {
                 vocab_size: prepared.vocab_size,
-                train: windows.clone(),
-                heldout: BTreeMap::from([(target.to_string(), target_windows.clone())]),
+                train: windows,
+                heldout: BTreeMap::from([
+                    ("dev".to_string(), dev.clone()),
+                    ("test".to_string(), test.clone()),
+                ]),
             };
             let run_cfg = TrainConfig {
                 seed,
-                eval_every: cfg.steps,
-                checkpoint_every: cfg.steps,
+                steps: run_steps,
+                warmup: cfg.warmup.min(run_steps / 2),
+                eval_every: run_steps,
+                checkpoint_every: run_steps,
                 ..cfg.clone()
             };
             let dir = out
@@ -163,36 +223,52 @@ pub fn sweep(
                 .join(format!("seed-{seed}"));
             let opts = run::RunOptions::new(device, &dir, prepared.lake.clone());
             let report = run::train(&dataset, &run_cfg, &opts, &|_| {})?;
-            losses.push(
+            let loss = |half: &str| {
                 report
                     .heldout_loss
-                    .get(target)
-                    .map_or(f64::NAN, |l| *l as f64),
-            );
+                    .get(half)
+                    .map_or(f64::NAN, |l| *l as f64)
+            };
+            losses.push(loss("dev"));
+            test_losses.push(loss("test"));
             on_run();
         }
-        let mean = losses.iter().sum::<f64>() / losses.len() as f64;
-        let spread = losses.iter().copied().fold(f64::MIN, f64::max)
-            - losses.iter().copied().fold(f64::MAX, f64::min);
         ranked.push(Ranked {
             rank: 0,
             candidate: candidate.clone(),
+            mean_loss: mean(&losses),
+            spread: spread(&losses),
+            test_mean_loss: mean(&test_losses),
             losses,
-            mean_loss: mean,
-            spread,
-            train_tokens,
+            test_losses,
+            beyond_noise: false,
+            trainable_tokens: trainable / seeds.len().max(1),
+            context_tokens: context / seeds.len().max(1),
+            steps,
         });
     }
     ranked.sort_by(|a, b| a.mean_loss.total_cmp(&b.mean_loss));
-    for (i, r) in ranked.iter_mut().enumerate() {
-        r.rank = i + 1;
+    let n = ranked.len();
+    for i in 0..n {
+        let other = if i + 1 < n {
+            i + 1
+        } else {
+            i.saturating_sub(1)
+        };
+        let floor = ranked[i].spread.max(ranked[other].spread);
+        ranked[i].beyond_noise =
+            other != i && (ranked[i].mean_loss - ranked[other].mean_loss).abs() > floor;
+        ranked[i].rank = i + 1;
     }
+    let winner = mix_block(&ranked[0], seeds[0]);
     let report = SweepReport {
         target: target.to_string(),
-        target_windows: target_windows.len(),
-        token_budget: budget,
+        dev_windows: dev.len(),
+        test_windows: test.len(),
+        trainable_budget: plan.budget,
         seeds: seeds.to_vec(),
         ranking: ranked,
+        winner,
         lake: prepared.lake.clone(),
     };
     std::fs::create_dir_all(out)?;
@@ -200,6 +276,7 @@ pub fn sweep(
         out.join("sweep.json"),
         serde_json::to_vec_pretty(&report).expect("json"),
     )?;
+    std::fs::write(out.join("winner.toml"), &report.winner)?;
     let points: Vec<(String, Vec<f64>)> = report
         .ranking
         .iter()
