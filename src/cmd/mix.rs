@@ -52,6 +52,16 @@ pub struct SweepArgs {
     /// the model's start, so the spread over seeds is the noise floor.
     #[arg(long, value_delimiter = ',', default_value = "1,2,3")]
     pub seeds: Vec<u64>,
+    /// How each candidate takes its quota within a mix: `random` (a seeded
+    /// draw), `ranked` (best first by --quality), or both, each candidate
+    /// once per selection.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "random")]
+    pub select: Vec<SelectArg>,
+    /// The quality score `ranked` takes rows by: weights of the credit the
+    /// row's train turns earned, its side's judge score and the local
+    /// scorer's predicted credit (as [mix.quality]).
+    #[arg(long, default_value = "credit=1")]
+    pub quality: String,
     /// Trainable (train-turn) tokens each candidate trains on; the context
     /// is fed besides (default: the train config's steps x batch_size x seq_len).
     #[arg(long, value_name = "TOKENS")]
@@ -68,6 +78,22 @@ pub struct SweepArgs {
     /// the rows (see `validate --model`; default: turnlake's own).
     #[arg(long, value_name = "DIR")]
     pub model: Option<PathBuf>,
+}
+
+/// `--select`: how a sweep's candidate takes its quota within a mix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SelectArg {
+    Random,
+    Ranked,
+}
+
+impl From<SelectArg> for crate::pipeline::select::Selection {
+    fn from(s: SelectArg) -> Self {
+        match s {
+            SelectArg::Random => crate::pipeline::select::Selection::Random,
+            SelectArg::Ranked => crate::pipeline::select::Selection::Ranked,
+        }
+    }
 }
 
 pub fn print_report(r: &MixReport) {

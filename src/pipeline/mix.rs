@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::reproduction::Reproduction;
-use super::select::{MixConfig, MixUnit, PRODUCTS};
+use super::select::{MixConfig, MixUnit, Quality, Selection, PRODUCTS};
 use super::sqlstep::run_script;
 use super::PipelineError;
 use crate::columns::{f64s, i64s, strings};
@@ -25,6 +25,8 @@ pub const REPORT_INPUT_SQL_FILE: &str = "sql/mix_report_input.sql";
 pub const REPORT_INPUT_SQL: &str = include_str!("../../sql/mix_report_input.sql");
 pub const REPORT_SQL_FILE: &str = "sql/mix_report.sql";
 pub const REPORT_SQL: &str = include_str!("../../sql/mix_report.sql");
+pub const QUALITY_SQL_FILE: &str = "sql/row_quality.sql";
+pub const QUALITY_SQL: &str = include_str!("../../sql/row_quality.sql");
 
 /// How many rows each mix contributes, from what is available.
 pub fn quotas(config: &MixConfig, available: &BTreeMap<String, i64>) -> BTreeMap<String, i64> {
@@ -469,7 +471,10 @@ fn reproduction(r: &MixReport, figures: &CreditFigures) -> Reproduction {
 /// in one stream through the joins with the quota and cut (a few rows) to
 /// the writer. Dealt to two threads, they had to be merged again, and the
 /// repartition's queues, over the step's memory budget, spilled.
-pub async fn register_candidates(ctx: &SessionContext) -> Result<(), PipelineError> {
+pub async fn register_candidates(
+    ctx: &SessionContext,
+    config: &MixConfig,
+) -> Result<(), PipelineError> {
     ctx.state_ref()
         .write()
         .config_mut()
@@ -477,19 +482,85 @@ pub async fn register_candidates(ctx: &SessionContext) -> Result<(), PipelineErr
         .optimizer
         .enable_round_robin_repartition = false;
     let tables: Vec<&str> = PRODUCTS.iter().map(|(_, table)| *table).collect();
-    if engine::register_sorted(ctx, "mix_candidates", &tables, "row_id").await? {
-        return Ok(());
-    }
     let err = EngineError::query("the union of the products");
-    let mut union = ctx.table(tables[0]).await.map_err(&err)?;
-    for table in &tables[1..] {
-        union = union
-            .union(ctx.table(*table).await.map_err(&err)?)
+    if !engine::register_sorted(ctx, "mix_products", &tables, "row_id").await? {
+        let mut union = ctx.table(tables[0]).await.map_err(&err)?;
+        for table in &tables[1..] {
+            union = union
+                .union(ctx.table(*table).await.map_err(&err)?)
+                .map_err(&err)?;
+        }
+        ctx.register_table("mix_products", union.into_view())
             .map_err(&err)?;
     }
-    ctx.register_table("mix_candidates", union.into_view())
+    // Each row's quality: what `select = "ranked"` takes best first (the
+    // join with it gives up the products' order: the ranked mix sorts).
+    let candidates = match config.select {
+        Selection::Random => "SELECT *, CAST(0 AS DOUBLE) AS quality FROM mix_products",
+        Selection::Ranked => {
+            register_row_quality(ctx, "mix_products", &config.quality).await?;
+            "SELECT p.*, coalesce(q.quality, 0) AS quality FROM mix_products p \
+             LEFT JOIN row_quality q ON q.row_id = p.row_id"
+        }
+    };
+    let view = ctx.sql(candidates).await.map_err(&err)?;
+    let _ = ctx.deregister_table("mix_candidates");
+    ctx.register_table("mix_candidates", view.into_view())
         .map_err(&err)?;
     Ok(())
+}
+
+/// Register `row_quality` (row_id, quality) over the rows of `table`
+/// (sql/row_quality.sql), weighted by `quality`.
+pub async fn register_row_quality(
+    ctx: &SessionContext,
+    table: &str,
+    quality: &Quality,
+) -> Result<(), PipelineError> {
+    register_rows(ctx, table).await?;
+    let weights = RecordBatch::try_from_iter(vec![
+        (
+            "credit",
+            Arc::new(arrow::array::Float64Array::from(vec![quality.credit])) as ArrayRef,
+        ),
+        (
+            "score",
+            Arc::new(arrow::array::Float64Array::from(vec![quality.score])) as ArrayRef,
+        ),
+        (
+            "scorer",
+            Arc::new(arrow::array::Float64Array::from(vec![quality.scorer])) as ArrayRef,
+        ),
+    ])
+    .map_err(|e| PipelineError::Params(e.into()))?;
+    let _ = ctx.deregister_table("quality_weights");
+    ctx.register_batch("quality_weights", weights)
+        .map_err(PipelineError::Params)?;
+    for t in ["turn_credit", "turn_labels"] {
+        engine::register_empty_if_missing(ctx, t)?;
+    }
+    run_script(ctx, QUALITY_SQL_FILE, QUALITY_SQL).await?;
+    Ok(())
+}
+
+/// Each row of `table` with its quality score under `quality`, by row_id.
+pub async fn row_qualities(
+    ctx: &SessionContext,
+    table: &str,
+    quality: &Quality,
+) -> Result<BTreeMap<String, f64>, PipelineError> {
+    register_row_quality(ctx, table, quality).await?;
+    let b = engine::run_sql(
+        ctx,
+        "SELECT row_id, quality FROM row_quality",
+        QUALITY_SQL_FILE,
+    )
+    .await?;
+    Ok(strings(&b, "row_id")
+        .into_iter()
+        .zip(f64s(&b, "quality"))
+        .filter_map(|(r, q)| Some((r?, q.unwrap_or(0.0))))
+        .collect())
 }
 
 /// Count what each product offers, in the config's unit, and register
@@ -639,7 +710,7 @@ pub async fn build_with_report_chunks(
             "run `turnlake credit` again",
         ));
     }
-    register_candidates(&step.ctx).await?;
+    register_candidates(&step.ctx, config).await?;
     let available = register_quota(&step.ctx, config, tokens).await?;
     step.run_sql().await?;
     let rows = step
@@ -688,6 +759,8 @@ mod tests {
             mode: mode.into(),
             seed: 1,
             unit: MixUnit::Rows,
+            select: Default::default(),
+            quality: Default::default(),
             shares: shares.iter().map(|(m, s)| (m.to_string(), *s)).collect(),
         }
     }

@@ -92,7 +92,88 @@ pub struct MixConfig {
     /// What the shares count (rows unless said).
     #[serde(default, skip_serializing_if = "MixUnit::is_rows")]
     pub unit: MixUnit,
+    /// How each mix takes its quota (a seeded draw unless said).
+    #[serde(default, skip_serializing_if = "Selection::is_random")]
+    pub select: Selection,
+    /// The quality score `select = "ranked"` ranks rows by.
+    #[serde(default, skip_serializing_if = "Quality::is_default")]
+    pub quality: Quality,
     pub shares: BTreeMap<String, f64>,
+}
+
+/// How a mix takes its quota: rows in a seeded draw, or best first by
+/// their quality score (ties in the seeded draw).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Selection {
+    #[default]
+    Random,
+    Ranked,
+}
+
+impl Selection {
+    pub fn is_random(&self) -> bool {
+        *self == Selection::Random
+    }
+}
+
+/// The weights of a row's quality score (sql/row_quality.sql): the credit
+/// its train turns earned, its source side's judge score, and the local
+/// scorer's predicted credit of its train turns.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Quality {
+    #[serde(default)]
+    pub credit: f64,
+    #[serde(default)]
+    pub score: f64,
+    #[serde(default)]
+    pub scorer: f64,
+}
+
+impl Default for Quality {
+    fn default() -> Self {
+        Quality {
+            credit: 1.0,
+            score: 0.0,
+            scorer: 0.0,
+        }
+    }
+}
+
+impl Quality {
+    pub fn is_default(&self) -> bool {
+        *self == Quality::default()
+    }
+
+    /// `credit=1,scorer=0.5` (the weights not named are 0).
+    pub fn parse(text: &str) -> Result<Quality, String> {
+        let mut q = Quality {
+            credit: 0.0,
+            score: 0.0,
+            scorer: 0.0,
+        };
+        for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (name, weight) = part
+                .split_once('=')
+                .ok_or_else(|| format!("{part:?}: expected credit=W, score=W or scorer=W"))?;
+            let weight: f64 = weight
+                .trim()
+                .parse()
+                .map_err(|_| format!("{part:?}: the weight is not a number"))?;
+            match name.trim() {
+                "credit" => q.credit = weight,
+                "score" => q.score = weight,
+                "scorer" => q.scorer = weight,
+                other => {
+                    return Err(format!(
+                        "{other:?}: the quality's parts are credit, score and scorer"
+                    ))
+                }
+            }
+        }
+        Ok(q)
+    }
 }
 
 /// What a mix's shares count: rows, or trainable tokens (the train turns'

@@ -350,7 +350,7 @@ pub async fn prepare(
             }
         }
         Setup::MixCandidates => {
-            mix::register_candidates(ctx).await?;
+            mix::register_candidates(ctx, &select().mix).await?;
             mix::register_quota(ctx, &select().mix, None).await?;
         }
         Setup::MixRows {

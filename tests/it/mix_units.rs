@@ -147,3 +147,59 @@ fn token_quotas_give_each_mix_its_share_of_trainable_tokens() {
         "row quotas compose another mix than token quotas"
     );
 }
+
+/// `select = "ranked"`: a mix takes its quota best first by quality (here
+/// the credit its train turns earned, plus half its side's judge score),
+/// ties in the seeded draw.
+#[test]
+fn a_ranked_mix_keeps_its_best_rows() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lake = products_lake(tmp.path());
+    let cfg = tmp.path().join("ranked.toml");
+    std::fs::write(
+        &cfg,
+        mix_block("rows").replace(
+            "seed = 3\n",
+            "seed = 3\nselect = \"ranked\"\n\n[mix.quality]\ncredit = 1.0\nscore = 0.5\n",
+        ),
+    )
+    .unwrap();
+    ok(run(&lake, &["mix", "--config", cfg.to_str().unwrap()]));
+    let quality = "SELECT p.row_id, coalesce(sum(c.credit), 0) + 0.5 * coalesce(max(p.score), 0) AS q \
+                   FROM sft_credit p LEFT JOIN turn_credit c ON c.traj_id = p.traj_id AND array_has(p.train_turns, c.t) \
+                   GROUP BY p.row_id";
+    let split = sql(
+        &lake,
+        &format!(
+            "SELECT (SELECT min(q) FROM ({quality}) x WHERE row_id IN (SELECT row_id FROM sft_mix)) AS a, \
+                    (SELECT max(q) FROM ({quality}) x WHERE row_id NOT IN (SELECT row_id FROM sft_mix)) AS b, \
+                    (SELECT count(*) FROM sft_mix WHERE mix = 'credit') AS c, (SELECT count(*) FROM sft_credit) AS d"
+        ),
+    );
+    let (kept_min, dropped_max): (f64, f64) =
+        (split[0][0].parse().unwrap(), split[0][1].parse().unwrap());
+    let (kept, all): (u64, u64) = (split[0][2].parse().unwrap(), split[0][3].parse().unwrap());
+    assert!(
+        kept > 0 && kept < all,
+        "the credit mix is not subsampled: {split:?}"
+    );
+    assert!(
+        kept_min >= dropped_max,
+        "a dropped row is better than a kept one: {split:?}"
+    );
+    // At random, the same quota keeps some worse rows (the contrast the
+    // ranked selection makes).
+    let random = tmp.path().join("random.toml");
+    std::fs::write(&random, mix_block("rows")).unwrap();
+    ok(run(&lake, &["mix", "--config", random.to_str().unwrap()]));
+    let again = sql(
+        &lake,
+        &format!(
+            "SELECT (SELECT min(q) FROM ({quality}) x WHERE row_id IN (SELECT row_id FROM sft_mix)) AS a, \
+                    (SELECT max(q) FROM ({quality}) x WHERE row_id NOT IN (SELECT row_id FROM sft_mix)) AS b"
+        ),
+    );
+    let (kept_min, dropped_max): (f64, f64) =
+        (again[0][0].parse().unwrap(), again[0][1].parse().unwrap());
+    assert!(kept_min < dropped_max, "{again:?}");
+}

@@ -349,7 +349,7 @@ fn mix_reads_the_products_in_row_id_order_and_sorts_them_when_they_are_not() {
             assert!(in_row_id_order(&ctx, table).await, "{table}");
         }
         assert!(in_row_id_order(&ctx, "sft_mix").await);
-        mix::register_candidates(&ctx).await.unwrap();
+        mix::register_candidates(&ctx, &config.mix).await.unwrap();
         mix::register_quota(&ctx, &config.mix, None).await.unwrap();
         sqlstep::run_script(&ctx, mix::SQL_FILE, mix::SQL)
             .await

@@ -180,4 +180,52 @@ fn train_on_a_mix_resumes_and_a_sweep_ranks_the_planted_mix_first() {
     for (m, share) in &shares {
         assert!((share - 0.5).abs() < 0.05, "{m}: {share}");
     }
+
+    // Ranked and random selection side by side: each candidate twice, and
+    // the winner's block composes whichever won (over every product row again).
+    ok(run(&lake, &["mix"]));
+    let both = tmp.path().join("both");
+    ok(run(
+        &lake,
+        &[
+            "mix",
+            "sweep",
+            "--grid",
+            "credit=1;finish_mini=1",
+            "--select",
+            "random,ranked",
+            "--quality",
+            "credit=1,score=0.5",
+            "--seeds",
+            "1,2",
+            "--budget",
+            "1000",
+            "--train-config",
+            cfg,
+            "--out",
+            both.to_str().unwrap(),
+        ],
+    ));
+    let s = json(&both.join("sweep.json"));
+    let mut names: Vec<&str> = s["ranking"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["candidate"]["name"].as_str().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "credit=1 (random)",
+            "credit=1 (ranked)",
+            "finish_mini=1 (random)",
+            "finish_mini=1 (ranked)"
+        ]
+    );
+    let winner = both.join("winner.toml");
+    let block = std::fs::read_to_string(&winner).unwrap();
+    let ranked_won = s["ranking"][0]["candidate"]["select"] == "ranked";
+    assert_eq!(block.contains("select = \"ranked\""), ranked_won, "{block}");
+    ok(run(&lake, &["mix", "--config", winner.to_str().unwrap()]));
 }

@@ -16,6 +16,7 @@ use turnlake::cli::{Cli, Command};
 use turnlake::cmd::mix::{MixArgs, MixCommand, SweepArgs};
 use turnlake::cmd::train::{DeviceArg, TrainArgs};
 use turnlake::cmd::LakeArg;
+use turnlake::pipeline::select::{Quality, Selection};
 use turnlake::tokenize::template::Template;
 
 fn main() -> ExitCode {
@@ -78,7 +79,7 @@ async fn train(lake: &LakeArg, args: TrainArgs) -> anyhow::Result<ExitCode> {
     let lake = lake.open().await?;
     let (enc, template, used) = tokenizer(args.tokenizer.clone(), args.model.clone())?;
     println!("tokenizer and template: {used}");
-    let prepared = train::prepare(&lake, &args.mix, enc.as_ref(), &template)
+    let prepared = train::prepare(&lake, &args.mix, enc.as_ref(), &template, None)
         .await
         .context("reading the rows to train on")?;
     let data = prepared.dataset(cfg.seq_len, cfg.seed, cfg.heldout_share);
@@ -121,16 +122,27 @@ fn print_report(r: &run::RunReport, out: &std::path::Path) {
 
 async fn sweep(lake: &LakeArg, args: SweepArgs) -> anyhow::Result<ExitCode> {
     use train::sweep;
-    let candidates = sweep::parse_grid(&args.grid).map_err(anyhow::Error::msg)?;
+    let selections: Vec<Selection> = args.select.iter().map(|s| (*s).into()).collect();
+    let candidates = sweep::parse_grid(&args.grid)
+        .map(|c| sweep::with_selections(c, &selections))
+        .map_err(anyhow::Error::msg)?;
     anyhow::ensure!(!args.seeds.is_empty(), "--seeds: give at least one seed");
     let cfg = load_config(args.train_config.as_ref())?;
     let device = device(args.device)?;
     let lake = lake.open().await?;
     let (enc, template, used) = tokenizer(None, args.model.clone())?;
     println!("tokenizer and template: {used}");
-    let prepared = train::prepare(&lake, &args.table, enc.as_ref(), &template)
-        .await
-        .context("reading the rows to train on")?;
+    let ranked = selections.contains(&Selection::Ranked);
+    let quality = Quality::parse(&args.quality).map_err(|e| anyhow::anyhow!("--quality: {e}"))?;
+    let prepared = train::prepare(
+        &lake,
+        &args.table,
+        enc.as_ref(),
+        &template,
+        ranked.then_some(&quality),
+    )
+    .await
+    .context("reading the rows to train on")?;
     let bar = turnlake::progress::bar((candidates.len() * args.seeds.len()) as u64, "sweep");
     let report = tokio::task::block_in_place(|| {
         let plan = sweep::SweepPlan {
@@ -140,6 +152,7 @@ async fn sweep(lake: &LakeArg, args: SweepArgs) -> anyhow::Result<ExitCode> {
             budget: args
                 .budget
                 .unwrap_or(cfg.steps as usize * cfg.batch_size * cfg.seq_len),
+            quality,
         };
         sweep::sweep(&prepared, &plan, &cfg, device, &args.out, &|| bar.inc(1))
     })?;

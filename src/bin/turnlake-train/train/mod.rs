@@ -15,6 +15,7 @@ use data::Tokenized;
 use turnlake::columns;
 use turnlake::engine;
 use turnlake::lake::Lake;
+use turnlake::pipeline::select::Quality;
 use turnlake::tokenize::template::Template;
 use turnlake::tokenize::TextEncoder;
 
@@ -28,6 +29,8 @@ pub enum TrainError {
     Engine(#[from] turnlake::engine::EngineError),
     #[error(transparent)]
     Export(#[from] turnlake::export::ExportError),
+    #[error(transparent)]
+    Pipeline(#[from] turnlake::pipeline::PipelineError),
     #[error("libtorch")]
     Torch(#[from] tch::TchError),
     #[error("writing the run")]
@@ -40,16 +43,21 @@ pub struct Prepared {
     /// The token between packed rows (`<|endoftext|>`).
     pub separator: i64,
     pub rows: Vec<Tokenized>,
+    /// Each row's quality score (sql/row_quality.sql), in `rows`' order,
+    /// when asked for (all 0 otherwise).
+    pub quality: Vec<f64>,
     /// The lake commit and table versions the rows were read at.
     pub lake: serde_json::Value,
 }
 
-/// Read and tokenize the rows of `table` as validate renders them.
+/// Read and tokenize the rows of `table` as validate renders them, with
+/// each row's quality score under `quality` when given.
 pub async fn prepare(
     lake: &Lake,
     table: &str,
     enc: &dyn TextEncoder,
     template: &Template,
+    quality: Option<&Quality>,
 ) -> Result<Prepared, TrainError> {
     let view = lake.view().await?;
     let rows = turnlake::export::sft_rows::rows(lake, table).await?;
@@ -93,8 +101,20 @@ pub async fn prepare(
             })
             .collect::<Result<Vec<_>, _>>()
     })?;
+    let scores = match quality {
+        Some(q) => turnlake::pipeline::mix::row_qualities(&ctx, table, q).await?,
+        None => BTreeMap::new(),
+    };
+    let quality = rows
+        .iter()
+        .map(|row| {
+            let id = row["row_id"].as_str().unwrap_or("");
+            scores.get(id).copied().unwrap_or(0.0)
+        })
+        .collect();
     Ok(Prepared {
         vocab_size: enc.vocab_size() as i64,
+        quality,
         separator: enc.special_id("<|endoftext|>").unwrap_or(0) as i64,
         rows: tokenized,
         lake: serde_json::json!({

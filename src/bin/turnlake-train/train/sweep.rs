@@ -16,12 +16,42 @@ use tch::Device;
 use super::data::{self, Tokenized};
 use super::run::{self, Dataset, TrainConfig};
 use super::{Prepared, TrainError};
+use turnlake::pipeline::select::{Quality, Selection};
 
-/// One candidate: mix name -> share (normalized to sum to 1).
+/// One candidate: mix name -> share (normalized to sum to 1), and how each
+/// mix takes its share.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Candidate {
     pub name: String,
     pub shares: BTreeMap<String, f64>,
+    pub select: Selection,
+}
+
+/// Each candidate once per selection (named with it when there are several).
+pub fn with_selections(candidates: Vec<Candidate>, selections: &[Selection]) -> Vec<Candidate> {
+    let mut out = Vec::new();
+    for c in candidates {
+        for &select in selections {
+            let name = match selections.len() {
+                1 => c.name.clone(),
+                _ => format!(
+                    "{} ({})",
+                    c.name,
+                    if select == Selection::Ranked {
+                        "ranked"
+                    } else {
+                        "random"
+                    }
+                ),
+            };
+            out.push(Candidate {
+                name,
+                select,
+                ..c.clone()
+            });
+        }
+    }
+    out
 }
 
 /// `credit=0.5,finish_mini=0.5;escape_mini=1` -> candidates.
@@ -50,6 +80,7 @@ pub fn parse_grid(grid: &str) -> Result<Vec<Candidate>, String> {
         out.push(Candidate {
             name: spec.to_string(),
             shares,
+            select: Selection::Random,
         });
     }
     if out.len() < 2 {
@@ -95,8 +126,9 @@ pub struct SweepReport {
 }
 
 /// Rows for `candidate`: each mix's share of `budget` trainable tokens,
-/// rows taken in an order drawn by `draw_seed`, none of the rows held out
-/// by `split_seed`.
+/// rows taken in an order drawn by `draw_seed` (best first by quality when
+/// the candidate is ranked, the draw breaking ties), none of the rows held
+/// out by `split_seed`; the row that reaches a quota is taken.
 fn compose<'a>(
     prepared: &'a Prepared,
     candidate: &Candidate,
@@ -106,19 +138,28 @@ fn compose<'a>(
 ) -> Vec<&'a Tokenized> {
     let mut out = Vec::new();
     for (mix, share) in &candidate.shares {
-        let rows: Vec<&Tokenized> = prepared
-            .rows
-            .iter()
-            .filter(|r| &r.mix == mix && !data::held_out(&r.unit, split_seed, heldout_share))
+        let rows: Vec<usize> = (0..prepared.rows.len())
+            .filter(|&i| {
+                let r = &prepared.rows[i];
+                &r.mix == mix && !data::held_out(&r.unit, split_seed, heldout_share)
+            })
             .collect();
+        let mut order: Vec<usize> = run::permutation(rows.len(), draw_seed, 0)
+            .into_iter()
+            .map(|k| rows[k])
+            .collect();
+        if candidate.select == Selection::Ranked {
+            // A stable sort: rows of equal quality stay in the drawn order.
+            order.sort_by(|&a, &b| prepared.quality[b].total_cmp(&prepared.quality[a]));
+        }
         let quota = (budget as f64 * share) as usize;
         let mut taken = 0;
-        for i in run::permutation(rows.len(), draw_seed, 0) {
+        for i in order {
             if taken >= quota {
                 break;
             }
-            taken += rows[i].trainable();
-            out.push(rows[i]);
+            taken += prepared.rows[i].trainable();
+            out.push(&prepared.rows[i]);
         }
     }
     out
@@ -131,6 +172,8 @@ pub struct SweepPlan<'a> {
     pub target: &'a str,
     pub seeds: &'a [u64],
     pub budget: usize,
+    /// The quality score a ranked candidate takes rows by.
+    pub quality: Quality,
 }
 
 fn mean(v: &[f64]) -> f64 {
@@ -142,17 +185,28 @@ fn spread(v: &[f64]) -> f64 {
 }
 
 /// `winner` as a `[mix]` block `turnlake mix --config` composes.
-pub fn mix_block(winner: &Ranked, seed: u64) -> String {
+pub fn mix_block(winner: &Ranked, seed: u64, quality: &Quality) -> String {
     let shares: String = winner
         .candidate
         .shares
         .iter()
         .map(|(m, s)| format!("{m} = {s}\n"))
         .collect();
+    let select = match winner.candidate.select {
+        Selection::Random => String::new(),
+        Selection::Ranked => "select = \"ranked\"\n".to_string(),
+    };
+    let quality = match winner.candidate.select {
+        Selection::Random => String::new(),
+        Selection::Ranked => format!(
+            "\n[mix.quality]\ncredit = {}\nscore = {}\nscorer = {}\n",
+            quality.credit, quality.score, quality.scorer
+        ),
+    };
     format!(
         "# The winner of `turnlake mix sweep` ({}): dev loss {:.4} +/- {:.4}, test loss {:.4}.\n\
          # Compose it with: turnlake mix --config winner.toml [--model DIR]\n\
-         [mix]\nmode = \"shares\"\nunit = \"tokens\"\nseed = {seed}\n\n[mix.shares]\n{shares}",
+         [mix]\nmode = \"shares\"\nunit = \"tokens\"\nseed = {seed}\n{select}\n[mix.shares]\n{shares}{quality}",
         winner.candidate.name, winner.mean_loss, winner.spread, winner.test_mean_loss
     )
 }
@@ -260,7 +314,7 @@ pub fn sweep(
             other != i && (ranked[i].mean_loss - ranked[other].mean_loss).abs() > floor;
         ranked[i].rank = i + 1;
     }
-    let winner = mix_block(&ranked[0], seeds[0]);
+    let winner = mix_block(&ranked[0], seeds[0], &plan.quality);
     let report = SweepReport {
         target: target.to_string(),
         dev_windows: dev.len(),
