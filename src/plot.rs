@@ -243,7 +243,8 @@ pub fn loss_curve(series: &[LossSeries], path: &Path) -> PlotResult {
     finish(&mut chart, &root)
 }
 
-/// Held-out target loss of each candidate mix: one dot per seed, ranked left to right.
+/// Held-out dev perplexity of each candidate mix: one dot per seed and a
+/// bar from the lowest to the highest (the spread), ranked left to right.
 pub fn sweep(candidates: &[(String, Vec<f64>)], path: &Path) -> PlotResult {
     register_font();
     let root = BitMapBackend::new(path, (900, 520)).into_drawing_area();
@@ -258,7 +259,7 @@ pub fn sweep(candidates: &[(String, Vec<f64>)], path: &Path) -> PlotResult {
     let n = candidates.len() as i64;
     let mut chart = ChartBuilder::on(&root)
         .caption(
-            "Held-out target loss by candidate mix (best first)",
+            "Held-out dev perplexity by candidate mix (best first)",
             ("sans-serif", 22),
         )
         .margin(16)
@@ -270,9 +271,22 @@ pub fn sweep(candidates: &[(String, Vec<f64>)], path: &Path) -> PlotResult {
         .configure_mesh()
         .x_labels(candidates.len() + 2)
         .x_label_formatter(&|i| names.get(*i as usize).cloned().unwrap_or_default())
-        .y_desc("held-out loss")
+        .y_desc("perplexity")
         .label_style(("sans-serif", 12))
         .draw()?;
+    chart
+        .draw_series(candidates.iter().enumerate().map(|(i, (_, v))| {
+            let lo = v.iter().copied().fold(f64::MAX, f64::min);
+            let hi = v.iter().copied().fold(f64::MIN, f64::max);
+            PathElement::new(
+                vec![(i as i64, lo), (i as i64, hi)],
+                BLUE.mix(0.4).stroke_width(3),
+            )
+        }))?
+        .label("spread over seeds")
+        .legend(|(x, y)| {
+            PathElement::new(vec![(x, y), (x + 20, y)], BLUE.mix(0.4).stroke_width(3))
+        });
     chart
         .draw_series(candidates.iter().enumerate().flat_map(|(i, (_, v))| {
             v.iter()

@@ -57,6 +57,11 @@ pub struct SweepArgs {
     /// once per selection.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "random")]
     pub select: Vec<SelectArg>,
+    /// Whether candidates keep every row (`none`) or only rows whose length
+    /// lies in the target's central range (`target`: its 10th to 90th
+    /// percentile), or both, each candidate once per setting.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "none")]
+    pub gate: Vec<GateArg>,
     /// The quality score `ranked` takes rows by: weights of the credit the
     /// row's train turns earned, its side's judge score and the local
     /// scorer's predicted credit (as [mix.quality]).
@@ -78,6 +83,13 @@ pub struct SweepArgs {
     /// the rows (see `validate --model`; default: turnlake's own).
     #[arg(long, value_name = "DIR")]
     pub model: Option<PathBuf>,
+}
+
+/// `--gate`: whether a sweep's candidate keeps only rows in the target's range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum GateArg {
+    None,
+    Target,
 }
 
 /// `--select`: how a sweep's candidate takes its quota within a mix.

@@ -194,6 +194,8 @@ fn train_on_a_mix_resumes_and_a_sweep_ranks_the_planted_mix_first() {
             "credit=1;finish_mini=1",
             "--select",
             "random,ranked",
+            "--gate",
+            "none,target",
             "--quality",
             "credit=1,score=0.5",
             "--seeds",
@@ -214,18 +216,30 @@ fn train_on_a_mix_resumes_and_a_sweep_ranks_the_planted_mix_first() {
         .map(|r| r["candidate"]["name"].as_str().unwrap())
         .collect();
     names.sort();
-    assert_eq!(
-        names,
-        [
-            "credit=1 (random)",
-            "credit=1 (ranked)",
-            "finish_mini=1 (random)",
-            "finish_mini=1 (ranked)"
-        ]
+    let mut want = Vec::new();
+    for c in ["credit=1", "finish_mini=1"] {
+        for sel in ["random", "ranked"] {
+            for g in ["gated", "ungated"] {
+                want.push(format!("{c} ({sel}, {g})"));
+            }
+        }
+    }
+    assert_eq!(names, want);
+    // The gate is the target's own central range of lengths.
+    let gate = s["gate_tokens"].as_array().unwrap();
+    assert!(
+        gate[0].as_u64().unwrap() <= gate[1].as_u64().unwrap(),
+        "{gate:?}"
     );
     let winner = both.join("winner.toml");
     let block = std::fs::read_to_string(&winner).unwrap();
     let ranked_won = s["ranking"][0]["candidate"]["select"] == "ranked";
     assert_eq!(block.contains("select = \"ranked\""), ranked_won, "{block}");
+    let gated_won = s["ranking"][0]["candidate"]["gated"] == true;
+    assert_eq!(
+        block.contains("target-calibrated gate"),
+        gated_won,
+        "{block}"
+    );
     ok(run(&lake, &["mix", "--config", winner.to_str().unwrap()]));
 }

@@ -13,7 +13,7 @@ use std::process::ExitCode;
 
 use train::run::{self, TrainConfig};
 use turnlake::cli::{Cli, Command};
-use turnlake::cmd::mix::{MixArgs, MixCommand, SweepArgs};
+use turnlake::cmd::mix::{GateArg, MixArgs, MixCommand, SweepArgs};
 use turnlake::cmd::train::{DeviceArg, TrainArgs};
 use turnlake::cmd::LakeArg;
 use turnlake::pipeline::select::{Quality, Selection};
@@ -123,8 +123,9 @@ fn print_report(r: &run::RunReport, out: &std::path::Path) {
 async fn sweep(lake: &LakeArg, args: SweepArgs) -> anyhow::Result<ExitCode> {
     use train::sweep;
     let selections: Vec<Selection> = args.select.iter().map(|s| (*s).into()).collect();
+    let gates: Vec<bool> = args.gate.iter().map(|g| *g == GateArg::Target).collect();
     let candidates = sweep::parse_grid(&args.grid)
-        .map(|c| sweep::with_selections(c, &selections))
+        .map(|c| sweep::with_variants(c, &selections, &gates))
         .map_err(anyhow::Error::msg)?;
     anyhow::ensure!(!args.seeds.is_empty(), "--seeds: give at least one seed");
     let cfg = load_config(args.train_config.as_ref())?;
@@ -168,17 +169,29 @@ async fn sweep(lake: &LakeArg, args: SweepArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// A loss as the sweep's table shows it ("-": a candidate with no rows).
+fn shown(loss: f64) -> String {
+    match loss.is_nan() {
+        true => "-".into(),
+        false => format!("{loss:.4}"),
+    }
+}
+
 fn print_sweep(r: &train::sweep::SweepReport) {
     println!(
         "mix sweep: {} trainable tokens per candidate; loss on the held-out {} rows' dev half ({} windows), \
          the winner's on the test half ({} windows); seeds {:?}",
         r.trainable_budget, r.target, r.dev_windows, r.test_windows, r.seeds
     );
+    if let (Some((lo, hi)), true) = (r.gate_tokens, r.ranking.iter().any(|c| c.candidate.gated)) {
+        println!("the target-calibrated gate keeps rows of {lo} to {hi} tokens (the target's 10th to 90th percentile)");
+    }
     let mut t = Table::new();
     t.set_header(vec![
         "rank",
         "candidate",
         "dev loss (mean)",
+        "dev perplexity",
         "spread (max-min)",
         "beyond noise",
         "per seed",
@@ -191,15 +204,19 @@ fn print_sweep(r: &train::sweep::SweepReport) {
         t.add_row(vec![
             c.rank.to_string(),
             c.candidate.name.clone(),
-            format!("{:.4}", c.mean_loss),
-            format!("{:.4}", c.spread),
+            shown(c.mean_loss),
+            match c.mean_loss.is_nan() {
+                true => "-".into(),
+                false => format!("{:.1}", c.mean_loss.exp()),
+            },
+            shown(c.spread),
             if c.beyond_noise { "yes" } else { "no" }.to_string(),
             c.losses
                 .iter()
-                .map(|l| format!("{l:.4}"))
+                .map(|l| shown(*l))
                 .collect::<Vec<_>>()
                 .join(" "),
-            format!("{:.4}", c.test_mean_loss),
+            shown(c.test_mean_loss),
             c.trainable_tokens.to_string(),
             c.context_tokens.to_string(),
             c.steps.to_string(),

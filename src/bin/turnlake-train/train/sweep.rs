@@ -18,40 +18,73 @@ use super::run::{self, Dataset, TrainConfig};
 use super::{Prepared, TrainError};
 use turnlake::pipeline::select::{Quality, Selection};
 
-/// One candidate: mix name -> share (normalized to sum to 1), and how each
-/// mix takes its share.
+/// One candidate: mix name -> share (normalized to sum to 1), how each mix
+/// takes its share, and whether its rows pass the target-calibrated gate.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Candidate {
     pub name: String,
     pub shares: BTreeMap<String, f64>,
     pub select: Selection,
+    pub gated: bool,
 }
 
-/// Each candidate once per selection (named with it when there are several).
-pub fn with_selections(candidates: Vec<Candidate>, selections: &[Selection]) -> Vec<Candidate> {
+/// Each candidate once per selection and gate setting (named with them
+/// where there are several).
+pub fn with_variants(
+    candidates: Vec<Candidate>,
+    selections: &[Selection],
+    gates: &[bool],
+) -> Vec<Candidate> {
     let mut out = Vec::new();
     for c in candidates {
         for &select in selections {
-            let name = match selections.len() {
-                1 => c.name.clone(),
-                _ => format!(
-                    "{} ({})",
-                    c.name,
-                    if select == Selection::Ranked {
+            for &gated in gates {
+                let mut marks = Vec::new();
+                if selections.len() > 1 {
+                    marks.push(if select == Selection::Ranked {
                         "ranked"
                     } else {
                         "random"
-                    }
-                ),
-            };
-            out.push(Candidate {
-                name,
-                select,
-                ..c.clone()
-            });
+                    });
+                }
+                if gates.len() > 1 {
+                    marks.push(if gated { "gated" } else { "ungated" });
+                }
+                let name = match marks.is_empty() {
+                    true => c.name.clone(),
+                    false => format!("{} ({})", c.name, marks.join(", ")),
+                };
+                out.push(Candidate {
+                    name,
+                    select,
+                    gated,
+                    ..c.clone()
+                });
+            }
         }
     }
     out
+}
+
+/// The gate calibrated on the target's own rows (those not held out): the
+/// central range of their lengths in tokens, 10th to 90th percentile.
+pub fn target_range(
+    prepared: &Prepared,
+    target: &str,
+    split: (u64, f64),
+) -> Option<(usize, usize)> {
+    let mut lengths: Vec<usize> = prepared
+        .rows
+        .iter()
+        .filter(|r| r.mix == target && !data::held_out(&r.unit, split.0, split.1))
+        .map(|r| r.ids.len())
+        .collect();
+    if lengths.is_empty() {
+        return None;
+    }
+    lengths.sort_unstable();
+    let at = |q: f64| lengths[((lengths.len() - 1) as f64 * q).round() as usize];
+    Some((at(0.1), at(0.9)))
 }
 
 /// `credit=0.5,finish_mini=0.5;escape_mini=1` -> candidates.
@@ -81,6 +114,7 @@ pub fn parse_grid(grid: &str) -> Result<Vec<Candidate>, String> {
             name: spec.to_string(),
             shares,
             select: Selection::Random,
+            gated: false,
         });
     }
     if out.len() < 2 {
@@ -118,6 +152,8 @@ pub struct SweepReport {
     pub test_windows: usize,
     /// Trainable tokens each candidate's training set holds.
     pub trainable_budget: usize,
+    /// The target-calibrated gate: the lengths (tokens) gated candidates keep.
+    pub gate_tokens: Option<(usize, usize)>,
     pub seeds: Vec<u64>,
     pub ranking: Vec<Ranked>,
     /// The winner as a `[mix]` block (written to winner.toml).
@@ -128,20 +164,25 @@ pub struct SweepReport {
 /// Rows for `candidate`: each mix's share of `budget` trainable tokens,
 /// rows taken in an order drawn by `draw_seed` (best first by quality when
 /// the candidate is ranked, the draw breaking ties), none of the rows held
-/// out by `split_seed`; the row that reaches a quota is taken.
+/// out by `split_seed`, and, for a gated candidate, only rows whose length
+/// lies in `gate`; the row that reaches a quota is taken.
 fn compose<'a>(
     prepared: &'a Prepared,
     candidate: &Candidate,
-    budget: usize,
+    (budget, gate): (usize, Option<(usize, usize)>),
     draw_seed: u64,
     (split_seed, heldout_share): (u64, f64),
 ) -> Vec<&'a Tokenized> {
     let mut out = Vec::new();
+    let passes = |r: &Tokenized| match (candidate.gated, gate) {
+        (true, Some((lo, hi))) => (lo..=hi).contains(&r.ids.len()),
+        _ => true,
+    };
     for (mix, share) in &candidate.shares {
         let rows: Vec<usize> = (0..prepared.rows.len())
             .filter(|&i| {
                 let r = &prepared.rows[i];
-                &r.mix == mix && !data::held_out(&r.unit, split_seed, heldout_share)
+                &r.mix == mix && !data::held_out(&r.unit, split_seed, heldout_share) && passes(r)
             })
             .collect();
         let mut order: Vec<usize> = run::permutation(rows.len(), draw_seed, 0)
@@ -181,6 +222,9 @@ fn mean(v: &[f64]) -> f64 {
 }
 
 fn spread(v: &[f64]) -> f64 {
+    if v.iter().any(|x| x.is_nan()) {
+        return f64::NAN;
+    }
     v.iter().copied().fold(f64::MIN, f64::max) - v.iter().copied().fold(f64::MAX, f64::min)
 }
 
@@ -203,8 +247,12 @@ pub fn mix_block(winner: &Ranked, seed: u64, quality: &Quality) -> String {
             quality.credit, quality.score, quality.scorer
         ),
     };
+    let gated = match winner.candidate.gated {
+        true => "# It trained on the rows the target-calibrated gate keeps (sweep.json's gate_tokens); mix keeps every length.\n",
+        false => "",
+    };
     format!(
-        "# The winner of `turnlake mix sweep` ({}): dev loss {:.4} +/- {:.4}, test loss {:.4}.\n\
+        "# The winner of `turnlake mix sweep` ({}): dev loss {:.4} +/- {:.4}, test loss {:.4}.\n{gated}\
          # Compose it with: turnlake mix --config winner.toml [--model DIR]\n\
          [mix]\nmode = \"shares\"\nunit = \"tokens\"\nseed = {seed}\n{select}\n[mix.shares]\n{shares}{quality}",
         winner.candidate.name, winner.mean_loss, winner.spread, winner.test_mean_loss
@@ -244,16 +292,25 @@ pub fn sweep(
              (raise heldout_share, or choose another --target)"
         )));
     }
+    let gate = target_range(prepared, target, split);
     let mut ranked = Vec::new();
     for (i, candidate) in candidates.iter().enumerate() {
         let (mut losses, mut test_losses) = (Vec::new(), Vec::new());
         let (mut trainable, mut context, mut steps) = (0, 0, 0);
         for &seed in seeds {
-            let rows = compose(prepared, candidate, plan.budget, seed, split);
+            let rows = compose(prepared, candidate, (plan.budget, gate), seed, split);
             let held = rows.iter().map(|r| r.trainable()).sum::<usize>();
             trainable += held;
             context += rows.iter().map(|r| r.ids.len()).sum::<usize>() - held;
             let windows = data::pack(rows, cfg.seq_len, prepared.separator);
+            if windows.is_empty() {
+                // Nothing to train on (a gate that keeps none of its mixes'
+                // rows): no loss, ranked last.
+                losses.push(f64::NAN);
+                test_losses.push(f64::NAN);
+                on_run();
+                continue;
+            }
             let run_steps = windows.len().div_ceil(cfg.batch_size).max(1) as i64;
             steps = run_steps;
             let dataset = Dataset {
@@ -301,7 +358,17 @@ pub fn sweep(
             steps,
         });
     }
-    ranked.sort_by(|a, b| a.mean_loss.total_cmp(&b.mean_loss));
+    // Best first; a candidate with nothing to train on last.
+    ranked.sort_by(|a, b| {
+        (a.mean_loss.is_nan(), a.mean_loss)
+            .partial_cmp(&(b.mean_loss.is_nan(), b.mean_loss))
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    if ranked.first().is_none_or(|r| r.mean_loss.is_nan()) {
+        return Err(TrainError::Data(
+            "no candidate had rows to train on (check the grid's mix names and the gate)".into(),
+        ));
+    }
     let n = ranked.len();
     for i in 0..n {
         let other = if i + 1 < n {
@@ -320,6 +387,7 @@ pub fn sweep(
         dev_windows: dev.len(),
         test_windows: test.len(),
         trainable_budget: plan.budget,
+        gate_tokens: gate,
         seeds: seeds.to_vec(),
         ranking: ranked,
         winner,
@@ -334,7 +402,13 @@ pub fn sweep(
     let points: Vec<(String, Vec<f64>)> = report
         .ranking
         .iter()
-        .map(|r| (r.candidate.name.clone(), r.losses.clone()))
+        .filter(|r| !r.mean_loss.is_nan())
+        .map(|r| {
+            (
+                r.candidate.name.clone(),
+                r.losses.iter().map(|l| l.exp()).collect(),
+            )
+        })
         .collect();
     turnlake::plot::sweep(&points, &out.join("sweep.png"))
         .map_err(|e| TrainError::Data(format!("plotting the sweep: {e}")))?;
