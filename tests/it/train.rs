@@ -145,6 +145,7 @@ fn train_on_a_mix_resumes_and_a_sweep_ranks_the_planted_mix_first() {
         // than a row per mix, whatever context came with them.
         let trainable = r["trainable_tokens"].as_u64().unwrap();
         assert!((1500..2000).contains(&trainable), "{r}");
+        assert_eq!(r["short"], false, "{r}");
         assert!(r["context_tokens"].as_u64().unwrap() > trainable, "{r}");
     }
     assert!(sweep.join("sweep.png").exists());
@@ -231,6 +232,13 @@ fn train_on_a_mix_resumes_and_a_sweep_ranks_the_planted_mix_first() {
         gate[0].as_u64().unwrap() <= gate[1].as_u64().unwrap(),
         "{gate:?}"
     );
+    // Every candidate here fills its budget; the short ones are said to be.
+    assert!(s["ranking"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["trainable_tokens"] != 0)
+        .all(|r| r["short"] == false));
     let winner = both.join("winner.toml");
     let block = std::fs::read_to_string(&winner).unwrap();
     let ranked_won = s["ranking"][0]["candidate"]["select"] == "ranked";
@@ -242,4 +250,30 @@ fn train_on_a_mix_resumes_and_a_sweep_ranks_the_planted_mix_first() {
         "{block}"
     );
     ok(run(&lake, &["mix", "--config", winner.to_str().unwrap()]));
+
+    // A budget the mixes cannot fill: each candidate trains on what there is, marked short.
+    let short = tmp.path().join("short");
+    let o = ok(run(
+        &lake,
+        &[
+            "mix",
+            "sweep",
+            "--grid",
+            "credit=1;finish_mini=1",
+            "--seeds",
+            "1",
+            "--budget",
+            "10000000",
+            "--train-config",
+            cfg,
+            "--out",
+            short.to_str().unwrap(),
+        ],
+    ));
+    assert!(stdout(&o).contains("(short)"), "{}", stdout(&o));
+    let s = json(&short.join("sweep.json"));
+    for r in s["ranking"].as_array().unwrap() {
+        assert_eq!(r["short"], true, "{r}");
+        assert!(r["trainable_tokens"].as_u64().unwrap() < 10_000_000);
+    }
 }

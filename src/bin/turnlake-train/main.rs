@@ -217,12 +217,21 @@ fn print_sweep(r: &train::sweep::SweepReport) {
                 .collect::<Vec<_>>()
                 .join(" "),
             shown(c.test_mean_loss),
-            c.trainable_tokens.to_string(),
+            match c.short {
+                true => format!("{} (short)", c.trainable_tokens),
+                false => c.trainable_tokens.to_string(),
+            },
             c.context_tokens.to_string(),
             c.steps.to_string(),
         ]);
     }
     println!("{t}");
+    if r.ranking.iter().any(|c| c.short) {
+        println!(
+            "(short): the candidate's mixes hold fewer trainable tokens than the budget, so it \
+             trained on less; lower --budget to compare like with like"
+        );
+    }
     println!(
         "\"beyond noise\": the dev loss differs from the next candidate's by more than the larger \
          seed-to-seed spread of the two (the last: from the one above)"

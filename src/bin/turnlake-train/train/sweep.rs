@@ -140,6 +140,9 @@ pub struct Ranked {
     pub beyond_noise: bool,
     /// Trainable and context tokens of its training sets (mean over seeds).
     pub trainable_tokens: usize,
+    /// Whether its mixes held fewer trainable tokens than the budget (its
+    /// loss then compares a smaller training set).
+    pub short: bool,
     pub context_tokens: usize,
     /// Steps of each proxy: one pass over its windows.
     pub steps: i64,
@@ -354,6 +357,7 @@ pub fn sweep(
             test_losses,
             beyond_noise: false,
             trainable_tokens: trainable / seeds.len().max(1),
+            short: trainable / seeds.len().max(1) < plan.budget,
             context_tokens: context / seeds.len().max(1),
             steps,
         });
