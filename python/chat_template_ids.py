@@ -40,6 +40,21 @@ def tokenizer_for(model: pathlib.Path) -> PreTrainedTokenizerFast:
     )
 
 
+CHATML = (
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+
+
+def tokenizer(mode: str, source: str) -> PreTrainedTokenizerFast:
+    """The tests' tokenizer: `chatml` (SOURCE a tokenizer.json, with ChatML)
+    or `model` (SOURCE a model folder, its own tokenizer and template)."""
+    if mode == "chatml":
+        return PreTrainedTokenizerFast(tokenizer_file=source, chat_template=CHATML,
+                                       eos_token="<|im_end|>", pad_token="<|endoftext|>")
+    return tokenizer_for(pathlib.Path(source))
+
+
 def with_argument_objects(messages: list) -> list:
     """Tool calls' JSON-string arguments as objects, as chat templates take
     them (`arguments|items`); runs record them as strings."""

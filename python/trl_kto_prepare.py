@@ -16,22 +16,16 @@ import pathlib
 import sys
 
 from datasets import load_dataset
-from transformers import PreTrainedTokenizerFast
 from trl.data_utils import maybe_apply_chat_template, maybe_extract_prompt, maybe_unpair_preference_dataset
 from trl.experimental.kto.kto_trainer import _process_tokens, _tokenize
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
-from chat_template_ids import tokenizer_for, with_argument_objects  # noqa: E402
-from trl_prepare import CHATML  # noqa: E402
+from chat_template_ids import tokenizer, with_argument_objects  # noqa: E402
 
 
 def main() -> None:
     rows_at, mode, source = sys.argv[1], sys.argv[2], sys.argv[3]
-    if mode == "chatml":
-        tok = PreTrainedTokenizerFast(tokenizer_file=source, chat_template=CHATML,
-                                      eos_token="<|im_end|>", pad_token="<|endoftext|>")
-    else:
-        tok = tokenizer_for(pathlib.Path(source))
+    tok = tokenizer(mode, source)
     raw = [json.loads(line) for line in open(rows_at)]
     ds = load_dataset("json", data_files=rows_at, split="train")
     ds = ds.map(lambda r: {"prompt": with_argument_objects(r["prompt"]),

@@ -16,25 +16,16 @@ import sys
 import tempfile
 
 from datasets import load_dataset
-from transformers import PreTrainedTokenizerFast
 from trl import SFTConfig, SFTTrainer
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
-from chat_template_ids import tokenizer_for, with_argument_objects  # noqa: E402
+from chat_template_ids import tokenizer, with_argument_objects  # noqa: E402
 
-CHATML = (
-    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
-    "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
-)
 
 
 def main() -> None:
     pairs, mode, source = sys.argv[1], sys.argv[2], sys.argv[3]
-    if mode == "chatml":
-        tok = PreTrainedTokenizerFast(tokenizer_file=source, chat_template=CHATML,
-                                      eos_token="<|im_end|>", pad_token="<|endoftext|>")
-    else:
-        tok = tokenizer_for(pathlib.Path(source))
+    tok = tokenizer(mode, source)
     dataset = load_dataset("json", data_files=pairs, split="train")
     dataset = dataset.map(lambda p: {"prompt": with_argument_objects(p["prompt"]),
                                      "completion": with_argument_objects(p["completion"])})

@@ -21,26 +21,17 @@ import sys
 
 import pyarrow.parquet as pq
 from jinja2.exceptions import TemplateError
-from transformers import PreTrainedTokenizerFast
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
-from chat_template_ids import tokenizer_for  # noqa: E402
+from chat_template_ids import tokenizer  # noqa: E402
 from turnlake_verl import TrainFlagSFTDataset  # noqa: E402
 from verl.utils.dataset.rl_dataset import RLHFDataset  # noqa: E402
 
-CHATML = (
-    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
-    "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
-)
 
 
 def main() -> None:
     export, mode, source = pathlib.Path(sys.argv[1]), sys.argv[2], sys.argv[3]
-    if mode == "chatml":
-        tok = PreTrainedTokenizerFast(tokenizer_file=source, chat_template=CHATML,
-                                      eos_token="<|im_end|>", pad_token="<|endoftext|>")
-    else:
-        tok = tokenizer_for(pathlib.Path(source))
+    tok = tokenizer(mode, source)
     rl = RLHFDataset(str(export / "rl.parquet"), tok, {"max_prompt_length": 1 << 20, "filter_overlong_prompts": True,
                                                        "filter_overlong_prompts_workers": 1,
                                                        "cache_dir": str(export / "cache")})
