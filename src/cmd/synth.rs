@@ -1,4 +1,4 @@
-//! `turnlake synth --out DIR --seed S [sizes] [--params FILE] [--truth-out FILE]`
+//! `turnlake synth --out DIR --seed S [sizes] [--params FILE] [--plant-mixture] [--truth-out FILE]`
 
 use anyhow::Context;
 use clap::Args;
@@ -25,6 +25,12 @@ pub struct SynthArgs {
     /// Generative model parameters (default: the embedded data/synth.toml).
     #[arg(long)]
     pub params: Option<PathBuf>,
+    /// Plant a mixture effect for `mix sweep` to find (the params' [plant]
+    /// mixture = true): the held-out credit rows are learned best from
+    /// escape_mini and finish_mini half and half, and within escape_duel from
+    /// the rows of the sides the judge scored highest.
+    #[arg(long)]
+    pub plant_mixture: bool,
     /// Where to write the planted truth (default: OUT/truth.json).
     #[arg(long)]
     pub truth_out: Option<PathBuf>,
@@ -35,7 +41,8 @@ pub fn load_params(path: Option<&PathBuf>) -> anyhow::Result<Params> {
 }
 
 pub fn run(args: SynthArgs) -> anyhow::Result<ExitCode> {
-    let params = load_params(args.params.as_ref())?;
+    let mut params = load_params(args.params.as_ref())?;
+    params.plant.mixture |= args.plant_mixture;
     let sizes = Sizes {
         eval_runs: args.eval_runs,
         samples_per_run: args.samples_per_run,

@@ -10,7 +10,7 @@ use super::checklist::{self, Answer, PlantedAnswers};
 use super::params::{KindTable, Params, KINDS};
 use super::plan::{plan_sample, PlannedTurn, Tally};
 use super::rng::Rng;
-use super::text::{assistant, command, observation, Repo};
+use super::text::{assistant, command, observation, Dialect, Repo};
 use super::Counts;
 use crate::turn::checklist::OutputMeasures;
 use crate::turn::ObsFormat;
@@ -158,6 +158,9 @@ fn chatml(turns: &[Value]) -> String {
     s
 }
 
+/// The share of sides the planted mixture effect makes fluent.
+const FLUENT: f64 = 0.3;
+
 /// What a run adds to the corpus's truth.
 pub struct Tallies<'a> {
     pub counts: &'a mut Counts,
@@ -216,7 +219,7 @@ pub fn write_run(
             };
             ctx_turns.push(turn_json(
                 "assistant",
-                &assistant(rng, t, &cmd, fence),
+                &assistant(rng, t, &cmd, fence, None),
                 false,
                 false,
             ));
@@ -235,6 +238,7 @@ pub fn write_run(
             let mut cmd_prev = last_cmd.clone();
             let mut loop_cmd = String::new();
             let mut outputs = Vec::with_capacity(own.len());
+            let fluent = p.plant.mixture && rng.chance(FLUENT);
             for t in &own {
                 let cmd = if t.repeat {
                     cmd_prev.clone()
@@ -244,7 +248,13 @@ pub fn write_run(
                 if loop_cmd.is_empty() {
                     loop_cmd = cmd.clone();
                 }
-                let text = assistant(rng, t, &cmd, fence);
+                // The planted mixture effect: a fluent side thinks in either
+                // dialect, one chosen per turn.
+                let dialect = fluent.then(|| match rng.chance(0.5) {
+                    true => Dialect::Ledger,
+                    false => Dialect::Probe,
+                });
+                let text = assistant(rng, t, &cmd, fence, dialect);
                 turns.push(turn_json("assistant", &text, true, false));
                 outputs.push(text);
                 if t.has_obs {
@@ -264,12 +274,12 @@ pub fn write_run(
             counts.albedo_turns += full.len() as u64;
             counts.albedo_messages += turns.len() as u64;
             let measured = OutputMeasures::of(outputs.iter().map(String::as_str));
-            sides.push((side, looped, own, turns, loop_cmd, measured));
+            sides.push((side, looped, own, turns, loop_cmd, measured, fluent));
         }
         // The checklist, then each side's answers with citations.
         let groups: Vec<Vec<Vec<u32>>> = sides
             .iter()
-            .map(|(_, _, own, _, _, _)| citation_groups(rng, own))
+            .map(|(_, _, own, _, _, _, _)| citation_groups(rng, own))
             .collect();
         let n_behaviour = (m.questions_min as usize)
             .max(groups.iter().map(Vec::len).max().unwrap_or(0))
@@ -301,12 +311,23 @@ pub fn write_run(
         counts.questions += n_q as u64;
         let mut judge_results = Vec::new();
         let mut scores = Vec::new();
-        for ((side, looped, own, _, loop_cmd, measured), groups) in sides.iter().zip(&groups) {
+        for ((side, looped, own, _, loop_cmd, measured, fluent), groups) in
+            sides.iter().zip(&groups)
+        {
             let mut answers = Map::new();
             let mut explanations = Map::new();
             let mut text = vec![String::new(); n_q];
             let mut yes = vec![false; n_q];
-            let diligence = checklist::diligence(rng, own, m.yes_uncited_min, m.yes_uncited_max);
+            let mut diligence =
+                checklist::diligence(rng, own, m.yes_uncited_min, m.yes_uncited_max);
+            if p.plant.mixture {
+                // The planted effect's judge finds fluent sides diligent and
+                // the others not.
+                diligence = match fluent {
+                    true => m.yes_uncited_max,
+                    false => m.yes_uncited_min,
+                };
+            }
             if *looped {
                 for t in text.iter_mut() {
                     *t = "Trajectory is looped: the same command repeats across the scored outputs, so every check fails.".into();

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use super::params::{KindTable, Params};
 use super::plan::{plan_turns, PlannedTurn, Stretch};
 use super::rng::Rng;
-use super::text::{assistant, command, observation, Repo};
+use super::text::{assistant, command, observation, Dialect, Repo};
 use super::Counts;
 use crate::turn::ObsFormat;
 
@@ -98,8 +98,41 @@ fn render(
             ),
         ),
     ];
+    let plain = rng.clone();
+    let (mut turns, mut commands) = render_turns(rng, &plan, &repo, None, (format, submit));
+    // The planted mixture effect: a run where a command repeats the one
+    // before (an escape_mini candidate) thinks in one dialect, every other
+    // run in the other. The turns are rendered again from the same state, so
+    // the same commands come out.
+    if p.plant.mixture {
+        *rng = plain;
+        let dialect = match commands.windows(2).any(|w| w[0] == w[1]) {
+            true => Dialect::Ledger,
+            false => Dialect::Probe,
+        };
+        (turns, commands) = render_turns(rng, &plan, &repo, Some(dialect), (format, submit));
+    }
+    messages.append(&mut turns);
+    Rendered {
+        instance_id: instance,
+        messages,
+        plan,
+        commands,
+        repo,
+    }
+}
+
+/// The messages of a run's planned turns and the command each ran.
+fn render_turns(
+    rng: &mut Rng,
+    plan: &[PlannedTurn],
+    repo: &Repo,
+    dialect: Option<Dialect>,
+    (format, submit): (ObsFormat, SubmitStyle),
+) -> (Vec<(String, String)>, Vec<String>) {
+    let mut messages = Vec::new();
     let mut commands: Vec<String> = Vec::new();
-    for t in &plan {
+    for t in plan {
         let closing = t.kind == crate::turn::CmdKind::Submit;
         let cmd = if t.repeat {
             commands.last().cloned().unwrap_or_default()
@@ -108,9 +141,9 @@ fn render(
         } else if closing && submit == SubmitStyle::ExitOnly {
             format!("cd {} && git add -A && git diff --cached", repo.root)
         } else {
-            command(rng, &repo, t.kind, MARKER)
+            command(rng, repo, t.kind, MARKER)
         };
-        messages.push(("assistant".into(), assistant(rng, t, &cmd, "bash")));
+        messages.push(("assistant".into(), assistant(rng, t, &cmd, "bash", dialect)));
         if t.has_obs {
             messages.push(("user".into(), observation(rng, t, &cmd, format)));
         } else if closing && submit == SubmitStyle::Script {
@@ -121,13 +154,7 @@ fn render(
         }
         commands.push(cmd);
     }
-    Rendered {
-        instance_id: instance,
-        messages,
-        plan,
-        commands,
-        repo,
-    }
+    (messages, commands)
 }
 
 fn message_fields() -> Fields {

@@ -58,6 +58,32 @@ pub struct Params {
     pub earn: BTreeMap<String, f64>,
     pub extra_citations: BTreeMap<String, f64>,
     pub model: Model,
+    /// A mixture effect for `mix sweep` to find (off unless the file turns it on).
+    #[serde(default, skip_serializing_if = "Plant::is_off")]
+    pub plant: Plant,
+}
+
+/// A planted mixture effect, so tests know the answer `mix sweep` should
+/// give. With `mixture`, two dialects of thought (text::Dialect) are planted:
+/// a fluent side (a share of the Albedo sides, drawn at random) thinks in
+/// either one, a turn at a time, and the judge finds it diligent and every
+/// other side not, so the credit rows, gated on the judge's score, are
+/// nearly all fluent; the mini-coder runs where a command repeats the one
+/// before (escape_mini's) think in the first dialect, every other run
+/// (finish_mini's) in the second. The held-out credit rows are then learned
+/// best from escape_mini and finish_mini half and half (either alone leaves
+/// one dialect unseen), and within escape_duel from the rows of the sides
+/// the judge scored highest, which a score-ranked selection takes first.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Plant {
+    #[serde(default)]
+    pub mixture: bool,
+}
+
+impl Plant {
+    pub fn is_off(&self) -> bool {
+        *self == Plant::default()
+    }
 }
 
 /// Per-kind parameters in `KINDS` order.

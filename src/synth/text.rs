@@ -183,9 +183,42 @@ pub fn command(rng: &mut Rng, repo: &Repo, kind: CmdKind, submit_marker: &str) -
     }
 }
 
-/// The assistant message for a planned turn running `cmd`.
-pub fn assistant(rng: &mut Rng, turn: &PlannedTurn, cmd: &str, fence: &str) -> String {
-    let thought = rng.pick(THOUGHTS);
+/// A dialect the planted mixture effect gives some turns' thoughts (see
+/// [`super::params::Plant`]): long and lexically apart from each other and
+/// from the plain thoughts, so a proxy model's loss on them shows which of
+/// them it trained on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    Ledger,
+    Probe,
+}
+
+impl Dialect {
+    fn thoughts(self) -> &'static [&'static str] {
+        match self {
+            Dialect::Ledger => &[
+                "Per the invariant ledger of this repository, every cache key is normalized exactly once before it is compared, the fixture pins the boundary case at the empty key, the ledger entry names the owner of that rule and the commit that introduced it, and any helper that normalizes a second time breaks the contract recorded there; before touching the code I confirm the invariant against the ledger, then read the helper that the ledger points at.",
+                "Per the invariant ledger of this repository, every cache key is normalized exactly once before it is compared, the regression lives where a helper normalizes it twice, the ledger entry records who relied on the old behaviour and which fixture protects it, and the contract forbids a silent second pass; before touching the code I confirm the invariant against the ledger, then read the helper that the ledger points at.",
+            ],
+            Dialect::Probe => &[
+                "Quick probe first: bisect toward the smallest failing input, print every intermediate value along that path, compare each printed value with a hand-computed expectation written down beforehand, and patch exactly where the two diverge, never earlier and never later; probe results beat guesses, so the next command gathers evidence and changes nothing, and only a confirmed divergence earns an edit.",
+                "Quick probe first: shrink the reproduction to one call, log the arguments at each hop, diff the logged values against what the docstring promises for that hop, and patch exactly where the two diverge, never earlier and never later; probe results beat guesses, so the next command gathers evidence and changes nothing, and only a confirmed divergence earns an edit.",
+            ],
+        }
+    }
+}
+
+/// The assistant message for a planned turn running `cmd`, its thought in
+/// `dialect` where one is planted. Either way one number is drawn for the
+/// thought, so a corpus without a plant is the same as before.
+pub fn assistant(
+    rng: &mut Rng,
+    turn: &PlannedTurn,
+    cmd: &str,
+    fence: &str,
+    dialect: Option<Dialect>,
+) -> String {
+    let thought = rng.pick(dialect.map_or(THOUGHTS, Dialect::thoughts));
     let think = if turn.think_unclosed {
         "<think>\nI keep weighing the options here.\n"
     } else {
@@ -330,7 +363,7 @@ mod tests {
                     credit: 0,
                     prev_failed: false,
                 };
-                let text = assistant(&mut rng, &turn, &cmd, "bash");
+                let text = assistant(&mut rng, &turn, &cmd, "bash", None);
                 assert_eq!(extract_bash_blocks(&text), vec![cmd.as_str()]);
             }
         }

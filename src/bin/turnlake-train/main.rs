@@ -125,7 +125,7 @@ async fn sweep(lake: &LakeArg, args: SweepArgs) -> anyhow::Result<ExitCode> {
     let selections: Vec<Selection> = args.select.iter().map(|s| (*s).into()).collect();
     let gates: Vec<bool> = args.gate.iter().map(|g| *g == GateArg::Target).collect();
     let candidates = sweep::parse_grid(&args.grid)
-        .map(|c| sweep::with_variants(c, &selections, &gates))
+        .and_then(|c| sweep::with_variants(c, &selections, &gates))
         .map_err(anyhow::Error::msg)?;
     anyhow::ensure!(!args.seeds.is_empty(), "--seeds: give at least one seed");
     let cfg = load_config(args.train_config.as_ref())?;

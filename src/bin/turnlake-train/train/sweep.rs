@@ -29,12 +29,12 @@ pub struct Candidate {
 }
 
 /// Each candidate once per selection and gate setting (named with them
-/// where there are several).
+/// where there are several); a sweep compares at least two.
 pub fn with_variants(
     candidates: Vec<Candidate>,
     selections: &[Selection],
     gates: &[bool],
-) -> Vec<Candidate> {
+) -> Result<Vec<Candidate>, String> {
     let mut out = Vec::new();
     for c in candidates {
         for &select in selections {
@@ -63,7 +63,14 @@ pub fn with_variants(
             }
         }
     }
-    out
+    match out.len() {
+        0 | 1 => Err(
+            "a sweep compares at least two candidates: give several share vectors \
+                      separated by ';', or --select random,ranked or --gate none,target"
+                .into(),
+        ),
+        _ => Ok(out),
+    }
 }
 
 /// The gate calibrated on the target's own rows (those not held out): the
@@ -117,8 +124,8 @@ pub fn parse_grid(grid: &str) -> Result<Vec<Candidate>, String> {
             gated: false,
         });
     }
-    if out.len() < 2 {
-        return Err("a sweep needs at least two candidates (separate them with ';')".into());
+    if out.is_empty() {
+        return Err("no candidate: give share vectors separated by ';'".into());
     }
     Ok(out)
 }
@@ -429,8 +436,18 @@ mod tests {
         assert_eq!(c.len(), 2);
         assert_eq!(c[0].shares["credit"], 0.25);
         assert_eq!(c[1].shares["escape_mini"], 1.0);
-        assert!(parse_grid("credit=1").is_err());
+        assert!(parse_grid(" ; ").is_err());
         assert!(parse_grid("credit;x=1").is_err());
         assert!(parse_grid("credit=-1;x=1").is_err());
+    }
+
+    #[test]
+    fn one_share_vector_is_a_sweep_only_with_variants() {
+        let one = parse_grid("escape_duel=1").unwrap();
+        let plain = with_variants(one.clone(), &[Selection::Random], &[false]);
+        assert!(plain.is_err());
+        let both = with_variants(one, &[Selection::Random, Selection::Ranked], &[false]).unwrap();
+        let names: Vec<&str> = both.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["escape_duel=1 (random)", "escape_duel=1 (ranked)"]);
     }
 }
