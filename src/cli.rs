@@ -78,6 +78,8 @@ pub enum Command {
     },
     /// One trajectory turn by turn: kinds, observations, repeats, credit, citing questions, product rows.
     Show(cmd::show::ShowArgs),
+    /// A read-only web app over the lake: trajectories with their credit, the lake's tables and commits.
+    Serve(cmd::serve::ServeArgs),
     /// The judge-free local scorer: features, fit, held-out evaluation, turn labels, scoring your own runs.
     Scorer {
         #[command(subcommand)]
@@ -195,6 +197,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Mix(args) => cmd::mix::run(&lake, args).await,
         Command::Export { what } => cmd::export::run(&lake, what).await,
         Command::Show(args) => cmd::show::run(&lake, args).await,
+        Command::Serve(args) => cmd::serve::run(&lake, args).await,
         Command::Snapshot { what } => cmd::snapshot::run(&lake, what).await,
         // Only a lake the user named: otherwise the manifest's own.
         Command::Rebuild(args) => cmd::export::rebuild(args, cli.lake.as_deref()).await,

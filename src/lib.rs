@@ -32,3 +32,4 @@ pub mod synth;
 pub mod tokenize;
 pub mod turn;
 pub mod udf;
+pub mod web;

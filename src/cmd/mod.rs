@@ -11,6 +11,7 @@ pub mod maintain;
 pub mod mix;
 pub mod scorer;
 pub mod select;
+pub mod serve;
 pub mod show;
 pub mod snapshot;
 pub mod sql;

@@ -38,6 +38,8 @@ pub enum Which {
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct TurnView {
     pub t: i64,
+    /// The index of its assistant message among the trajectory's messages.
+    pub msg_idx: Option<i64>,
     pub candidate_n: Option<i64>,
     pub cmd_kind: String,
     pub command: Option<String>,
@@ -109,7 +111,11 @@ fn int_lists(batches: &[RecordBatch], name: &str) -> Vec<Vec<i64>> {
 }
 
 pub async fn show(lake: &Lake, which: &Which) -> Result<TrajectoryView, PipelineError> {
-    let ctx = engine::session(lake).await?;
+    show_in(&engine::session(lake).await?, which).await
+}
+
+/// [`show`] in a session already open on the lake (the web app keeps one).
+pub async fn show_in(ctx: &SessionContext, which: &Which) -> Result<TrajectoryView, PipelineError> {
     let (filter, label) = match which {
         Which::TrajId(id) => (col("traj_id").eq(lit(id.as_str())), id.clone()),
         Which::Side { sample_id, side } => (
@@ -119,7 +125,7 @@ pub async fn show(lake: &Lake, which: &Which) -> Result<TrajectoryView, Pipeline
             format!("{sample_id} ({side})"),
         ),
     };
-    let traj = rows_of(&ctx, "trajectories", filter, "traj_id").await?;
+    let traj = rows_of(ctx, "trajectories", filter, "traj_id").await?;
     let ids: Vec<String> = strings(&traj, "traj_id").into_iter().flatten().collect();
     if ids.len() > 1 {
         return Err(PipelineError::Ambiguous(label, ids.join(", ")));
@@ -133,6 +139,7 @@ pub async fn show(lake: &Lake, which: &Which) -> Result<TrajectoryView, Pipeline
         "source",
         "model",
         "instance_id",
+        "eval_run_id",
         "sample_id",
         "side",
         "score",
@@ -153,8 +160,8 @@ pub async fn show(lake: &Lake, which: &Which) -> Result<TrajectoryView, Pipeline
     }
     let this = || col("traj_id").eq(lit(traj_id.as_str()));
 
-    let turns = rows_of(&ctx, "turns", this(), "t").await?;
-    let credit = rows_of(&ctx, "turn_credit", this(), "t").await?;
+    let turns = rows_of(ctx, "turns", this(), "t").await?;
+    let credit = rows_of(ctx, "turn_credit", this(), "t").await?;
     let credit_by_t: BTreeMap<i64, (Option<f64>, Option<f64>)> = i64s(&credit, "t")
         .into_iter()
         .zip(
@@ -165,7 +172,7 @@ pub async fn show(lake: &Lake, which: &Which) -> Result<TrajectoryView, Pipeline
         .filter_map(|(t, cb)| t.map(|t| (t, cb)))
         .collect();
     let cites = rows_of(
-        &ctx,
+        ctx,
         "credit_citations",
         this().and(col("valid")),
         "question_id",
@@ -183,7 +190,7 @@ pub async fn show(lake: &Lake, which: &Which) -> Result<TrajectoryView, Pipeline
     }
     let mut trained: BTreeMap<i64, Vec<String>> = BTreeMap::new();
     for table in TRAINING_TABLES {
-        let rows = rows_of(&ctx, table, this(), "row_id").await?;
+        let rows = rows_of(ctx, table, this(), "row_id").await?;
         for (row_id, ts) in strings(&rows, "row_id")
             .into_iter()
             .zip(int_lists(&rows, "train_turns"))
@@ -198,6 +205,7 @@ pub async fn show(lake: &Lake, which: &Which) -> Result<TrajectoryView, Pipeline
     }
 
     let ts = i64s(&turns, "t");
+    let msg_idx = i64s(&turns, "msg_idx");
     let (cand, kind, command) = (
         i64s(&turns, "candidate_n"),
         strings(&turns, "cmd_kind"),
@@ -219,6 +227,7 @@ pub async fn show(lake: &Lake, which: &Which) -> Result<TrajectoryView, Pipeline
             let (credit, blame) = credit_by_t.get(&t).copied().unwrap_or((None, None));
             TurnView {
                 t,
+                msg_idx: msg_idx[i],
                 candidate_n: cand[i],
                 cmd_kind: kind[i].clone().unwrap_or_default(),
                 command: command[i].clone(),

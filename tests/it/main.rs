@@ -23,6 +23,7 @@ mod s3;
 #[cfg(feature = "scorer")]
 mod scorer;
 mod select;
+mod serve;
 mod sinks;
 mod sql_repl;
 mod sql_shell;

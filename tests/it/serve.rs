@@ -1,0 +1,154 @@
+//! `turnlake serve` over HTTP: the token rule, the lake page, the
+//! trajectory list's filters and a trajectory page whose credit is SQL's.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Stdio};
+
+use crate::common::*;
+
+/// A running `serve`, stopped when dropped.
+pub struct Server {
+    child: Child,
+    /// `http://127.0.0.1:PORT`
+    pub base: String,
+    pub token: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Start `serve` on a free loopback port over `lake`; its URL from the line it prints.
+pub fn start(lake: &Path) -> Server {
+    let mut child = bin()
+        .arg("--lake")
+        .arg(lake)
+        .args(["serve", "--bind", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start turnlake serve");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {line:?}"));
+    let (base, token) = url.split_once("/?token=").unwrap();
+    Server {
+        child,
+        base: base.to_string(),
+        token: token.to_string(),
+    }
+}
+
+/// GET `path` (with the token cookie when `token` is given): status and body.
+pub fn get(server: &Server, path: &str, token: Option<&str>) -> (u16, String) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let mut req = reqwest::Client::new().get(format!("{}{path}", server.base));
+        if let Some(t) = token {
+            req = req.header("Cookie", format!("turnlake_token={t}"));
+        }
+        let r = req.send().await.unwrap();
+        let status = r.status().as_u16();
+        (status, r.text().await.unwrap())
+    })
+}
+
+/// The text of the first element after `marker` in `html`, tags dropped.
+fn text_after(html: &str, marker: &str) -> Option<String> {
+    let at = html.find(marker)? + marker.len();
+    let rest = &html[at..];
+    let end = rest.find('<')?;
+    Some(rest[..end].to_string())
+}
+
+/// A small lake with credit and products: (lake, a credited turn's traj_id, t, credit, command).
+pub fn demo_lake(root: &Path) -> (std::path::PathBuf, String, i64, f64, String) {
+    let corpus = root.join("corpus");
+    synth_corpus(&corpus, 5, (2, 8, 60, 2), None);
+    let lake = root.join("lake");
+    ingest_corpus(&lake, &corpus);
+    for step in ["credit", "select", "mix"] {
+        ok(run(&lake, &[step]));
+    }
+    let o = ok(run(
+        &lake,
+        &[
+            "sql",
+            "--format",
+            "csv",
+            "SELECT c.traj_id, c.t, c.credit, t.command FROM turn_credit c \
+             JOIN turns t ON t.traj_id = c.traj_id AND t.t = c.t \
+             WHERE c.credit > 1 AND t.command LIKE 'grep%' ORDER BY c.credit DESC, c.traj_id, c.t LIMIT 1",
+        ],
+    ));
+    let out = stdout(&o);
+    let line = out.lines().nth(1).expect("a credited grep turn");
+    let mut rdr = line.splitn(4, ',');
+    let traj = rdr.next().unwrap().to_string();
+    let t: i64 = rdr.next().unwrap().parse().unwrap();
+    let credit: f64 = rdr.next().unwrap().parse().unwrap();
+    let command = rdr.next().unwrap().trim_matches('"').to_string();
+    (lake, traj, t, credit, command)
+}
+
+#[test]
+fn serve_needs_its_token_and_shows_a_trajectory_with_sqls_credit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (lake, traj, t, credit, command) = demo_lake(tmp.path());
+    let server = start(&lake);
+
+    // No token, a wrong one: refused. The printed one: the lake page.
+    assert_eq!(get(&server, "/", None).0, 403);
+    assert_eq!(get(&server, "/", Some("0123")).0, 403);
+    let (status, page) = get(&server, &format!("/?token={}", server.token), None);
+    assert_eq!(status, 200, "{page}");
+    for table in ["trajectories", "turn_credit", "sft_mix"] {
+        assert!(page.contains(&format!("<td>{table}</td>")), "{table}");
+    }
+    let token = Some(server.token.as_str());
+
+    // The list filtered by source, looped and a piece of the turn's command
+    // holds the trajectory; a filter it fails leaves it out.
+    let piece = command.split_whitespace().last().unwrap();
+    let query = |extra: &str| {
+        let q = url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("source", "albedo")
+            .append_pair("looped", "no")
+            .append_pair("q", piece)
+            .finish();
+        format!("/trajectories?{q}{extra}")
+    };
+    let (status, list) = get(&server, &query(""), token);
+    assert_eq!(status, 200, "{list}");
+    let shown = traj.replace('/', "&#x2f;");
+    assert!(list.contains(&shown), "{traj} not in\n{list}");
+    let (_, none) = get(&server, &query("&score_min=2"), token);
+    assert!(!none.contains(&shown) && none.contains("No trajectory matches"));
+    assert_eq!(get(&server, &query("&score_min=high"), token).0, 400);
+
+    // Its page: the turn's credit is SQL's, its command is in a bash block,
+    // and the other side of the sample is linked.
+    let link = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("id", &traj)
+        .finish();
+    let (status, page) = get(&server, &format!("/trajectory?{link}"), token);
+    assert_eq!(status, 200, "{page}");
+    let section = &page[page.find(&format!("id=\"turn-{t}\"")).unwrap()..];
+    let shown_credit: f64 = text_after(section, "<span class=\"credit\">")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(shown_credit, credit);
+    assert!(section.contains("<pre class=\"bash\">"));
+    assert!(page.contains("id=\"other_side\""));
+    assert_eq!(get(&server, "/trajectory?id=nope", token).0, 404);
+}
