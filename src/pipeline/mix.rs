@@ -662,6 +662,25 @@ pub async fn register_quota(
     Ok(available)
 }
 
+/// The composition report of the lake's `sft_mix` as it stands, counted as
+/// `mix` counts it (in `ctx`, a session over the lake; the web app's mix page).
+pub async fn report_of_lake(ctx: &SessionContext) -> Result<MixReport, PipelineError> {
+    let rows = ctx
+        .table("sft_mix")
+        .await
+        .map_err(EngineError::query("reading sft_mix"))?
+        .count()
+        .await
+        .map_err(EngineError::query("counting sft_mix"))?;
+    report(
+        ctx,
+        (MixUnit::Rows, BTreeMap::new(), None),
+        rows,
+        REPORT_CHUNK_ROWS,
+    )
+    .await
+}
+
 /// Compose `sft_mix` in `lake` (sql/mix.sql), as one step, and report its composition.
 /// With `unit = "tokens"`, `tokens` holds each candidate row's trainable tokens.
 pub async fn build(

@@ -50,6 +50,7 @@ pub async fn serve(app: App, listener: tokio::net::TcpListener) -> std::io::Resu
         .route("/", get(pages::lake))
         .route("/trajectories", get(pages::trajectories))
         .route("/trajectory", get(pages::trajectory))
+        .route("/mix", get(pages::mix))
         .fallback(|| async { WebError::NotFound("no such page".into()) })
         .layer(axum::middleware::from_fn_with_state(
             app.clone(),

@@ -213,6 +213,14 @@ fn trajectory_link(traj_id: &str) -> String {
     format!("/trajectory?{q}")
 }
 
+/// The link to a product row on the mix page.
+fn mix_row_link(row_id: &str) -> String {
+    let q = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("row", row_id)
+        .finish();
+    format!("/mix?{q}")
+}
+
 /// The list page's link to its page `n`, with the same filters.
 fn page_link(f: &ListQuery, n: usize) -> String {
     let mut q = url::form_urlencoded::Serializer::new(String::new());
@@ -301,11 +309,119 @@ pub struct TrajectoryQuery {
     id: String,
 }
 
+/// A question that cites a turn, with the judge's words about this side.
+#[derive(Serialize, Clone, Default)]
+struct Citing {
+    id: String,
+    text: String,
+    answer: String,
+    explanation: String,
+}
+
+/// A product row that trains a turn, and its place on the mix page.
+#[derive(Serialize)]
+struct Trains {
+    label: String,
+    link: String,
+}
+
 #[derive(Serialize)]
 struct TurnPage {
     turn: TurnView,
     message: Vec<Segment>,
     observation: Option<Folded>,
+    cited: Vec<Citing>,
+    blamed: Vec<Citing>,
+    /// The local scorer's predicted credit and call, where it labelled the turn.
+    scorer: Option<(String, bool)>,
+    trains: Vec<Trains>,
+}
+
+/// The rows of `table` for this trajectory (none when the lake lacks it).
+async fn rows_for(
+    ctx: &SessionContext,
+    table: &str,
+    filter: Expr,
+    columns: &[&str],
+) -> Result<Vec<datafusion::arrow::record_batch::RecordBatch>, WebError> {
+    if !ctx.table_exist(table)? {
+        return Ok(Vec::new());
+    }
+    Ok(ctx
+        .table(table)
+        .await?
+        .filter(filter)?
+        .select_columns(columns)?
+        .collect()
+        .await?)
+}
+
+/// Each question of the sample by id: its text, and the judge's answer
+/// and explanation for this side.
+async fn questions(
+    ctx: &SessionContext,
+    traj_id: &str,
+    facts: &[(String, String)],
+) -> Result<std::collections::BTreeMap<String, Citing>, WebError> {
+    let fact = |name: &str| {
+        facts
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    };
+    let mut out = std::collections::BTreeMap::new();
+    let (Some(run), Some(sample)) = (fact("eval_run_id"), fact("sample_id")) else {
+        return Ok(out);
+    };
+    let q = rows_for(
+        ctx,
+        "questions",
+        col("eval_run_id")
+            .eq(lit(run))
+            .and(col("sample_id").eq(lit(sample))),
+        &["question_id", "text"],
+    )
+    .await?;
+    for (id, text) in strings(&q, "question_id")
+        .into_iter()
+        .zip(strings(&q, "text"))
+    {
+        let id = id.unwrap_or_default();
+        out.insert(
+            id.clone(),
+            Citing {
+                id,
+                text: text.unwrap_or_default(),
+                ..Citing::default()
+            },
+        );
+    }
+    let j = rows_for(
+        ctx,
+        "judgments",
+        col("traj_id").eq(lit(traj_id)),
+        &["question_id", "answer", "explanation"],
+    )
+    .await?;
+    for ((id, answer), explanation) in strings(&j, "question_id")
+        .into_iter()
+        .zip(i64s(&j, "answer"))
+        .zip(strings(&j, "explanation"))
+    {
+        let id = id.unwrap_or_default();
+        let q = out.entry(id.clone()).or_insert_with(|| Citing {
+            id,
+            ..Citing::default()
+        });
+        q.answer = match answer {
+            Some(1) => "yes".into(),
+            Some(0) => "no".into(),
+            Some(a) => a.to_string(),
+            None => "-".into(),
+        };
+        q.explanation = explanation.unwrap_or_default();
+    }
+    Ok(out)
 }
 
 /// One trajectory: each turn's message and observation with what the
@@ -328,6 +444,30 @@ pub async fn trajectory(State(app): State<Arc<App>>, Query(q): Query<TrajectoryQ
         strings(&messages, "content"),
     );
     let at = |i: i64| idx.iter().position(|x| *x == Some(i));
+    let asked = questions(&app.ctx, &view.traj_id, &view.facts).await?;
+    let citing = |ids: &[String]| -> Vec<Citing> {
+        ids.iter()
+            .map(|id| {
+                asked.get(id).cloned().unwrap_or_else(|| Citing {
+                    id: id.clone(),
+                    ..Citing::default()
+                })
+            })
+            .collect()
+    };
+    let labels = rows_for(
+        &app.ctx,
+        "turn_labels",
+        this(),
+        &["t", "p_credit", "earns_credit"],
+    )
+    .await?;
+    let scored: std::collections::BTreeMap<i64, (f64, bool)> = i64s(&labels, "t")
+        .into_iter()
+        .zip(crate::columns::f64s(&labels, "p_credit"))
+        .zip(crate::columns::bools(&labels, "earns_credit"))
+        .filter_map(|((t, p), e)| Some((t?, (p?, e?))))
+        .collect();
     let mut turns = Vec::new();
     for turn in view.turns {
         let own = turn.msg_idx.and_then(at);
@@ -340,7 +480,19 @@ pub async fn trajectory(State(app): State<Arc<App>>, Query(q): Query<TrajectoryQ
             .filter(|k| *k < idx.len() && role[*k].as_deref() != Some("assistant"))
             .and_then(|k| content[k].as_deref())
             .map(|text| fold(text, OBS_LINES));
+        let trains = turn
+            .trained_in
+            .iter()
+            .map(|label| Trains {
+                link: mix_row_link(label.split_once(": ").map_or(label.as_str(), |(_, id)| id)),
+                label: label.clone(),
+            })
+            .collect();
         turns.push(TurnPage {
+            cited: citing(&turn.cited_by),
+            blamed: citing(&turn.blamed_by),
+            scorer: scored.get(&turn.t).map(|(p, e)| (format!("{p:.3}"), *e)),
+            trains,
             turn,
             message,
             observation,
@@ -390,4 +542,124 @@ async fn other_side(
         .collect()
         .await?;
     Ok(strings(&b, "traj_id").into_iter().flatten().next())
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct MixQuery {
+    /// A product row to show first (a trajectory page's link).
+    #[serde(default)]
+    row: String,
+}
+
+/// Example rows the mix page shows per mix.
+const EXAMPLES: usize = 3;
+
+#[derive(Serialize)]
+struct RowView {
+    row_id: String,
+    mix: String,
+    traj_id: String,
+    link: String,
+    train_turns: String,
+    score: String,
+}
+
+fn row_views(batches: &[datafusion::arrow::record_batch::RecordBatch]) -> Vec<RowView> {
+    let column = |name| strings(batches, name);
+    let (ids, mixes, trajs, scores) = (
+        column("row_id"),
+        column("mix"),
+        column("traj_id"),
+        column("score"),
+    );
+    let turns = column("train_turns");
+    (0..ids.len())
+        .map(|i| {
+            let traj_id = trajs[i].clone().unwrap_or_default();
+            RowView {
+                row_id: ids[i].clone().unwrap_or_default(),
+                mix: mixes[i].clone().unwrap_or_default(),
+                link: trajectory_link(&traj_id),
+                traj_id,
+                train_turns: turns[i].clone().unwrap_or_default(),
+                score: scores[i].clone().unwrap_or_default(),
+            }
+        })
+        .collect()
+}
+
+/// The mix: its composition by mix, command kind and tag as `mix` reports
+/// it, a few rows of each mix, and the row a trajectory page linked to.
+pub async fn mix(State(app): State<Arc<App>>, Query(q): Query<MixQuery>) -> Page {
+    if !app.ctx.table_exist("sft_mix")? {
+        return Err(WebError::NotFound(
+            "the lake has no sft_mix yet (turnlake mix)".into(),
+        ));
+    }
+    let report = crate::pipeline::mix::report_of_lake(&app.ctx).await?;
+    const ROW_COLUMNS: [&str; 5] = ["row_id", "mix", "traj_id", "train_turns", "score"];
+    let rows = || async { app.ctx.table("sft_mix").await };
+    let chosen = match set(&q.row) {
+        Some(id) => {
+            let b = rows()
+                .await?
+                .filter(col("row_id").eq(lit(id)))?
+                .select_columns(&ROW_COLUMNS)?
+                .collect()
+                .await?;
+            match row_views(&b).into_iter().next() {
+                Some(r) => Some(r),
+                None => {
+                    return Err(WebError::NotFound(format!(
+                        "no row {id} in sft_mix (a product row the mix did not keep?)"
+                    )))
+                }
+            }
+        }
+        None => None,
+    };
+    let mut examples = Vec::new();
+    for m in &report.mixes {
+        let b = rows()
+            .await?
+            .filter(col("mix").eq(lit(m.mix.as_str())))?
+            .select_columns(&ROW_COLUMNS)?
+            .sort(vec![col("row_id").sort(true, false)])?
+            .limit(0, Some(EXAMPLES))?
+            .collect()
+            .await?;
+        examples.extend(row_views(&b));
+    }
+    let percent = |x: f64| format!("{:.1}", 100.0 * x);
+    let mixes: Vec<Vec<String>> = report
+        .mixes
+        .iter()
+        .map(|m| {
+            vec![
+                m.mix.clone(),
+                m.rows.to_string(),
+                percent(m.share_rows),
+                m.train_turns.to_string(),
+                percent(m.share_train),
+                m.recovery_turns.to_string(),
+                m.avg_source_score.map_or("-".into(), |s| format!("{s:.3}")),
+            ]
+        })
+        .collect();
+    let shares = |v: &[(String, i64, f64)]| -> Vec<(String, i64, String)> {
+        v.iter()
+            .map(|(k, n, s)| (k.clone(), *n, percent(*s)))
+            .collect()
+    };
+    page(
+        &app,
+        "mix.html",
+        context! {
+            chosen => Value::from(Serde(&chosen)),
+            mixes,
+            commands => shares(&report.commands),
+            tags => shares(&report.tags),
+            examples => Value::from(Serde(&examples)),
+        },
+    )
 }

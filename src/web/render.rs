@@ -17,6 +17,7 @@ const TEMPLATES: &[(&str, &str)] = &[
         "trajectory.html",
         include_str!("../../data/web/trajectory.html"),
     ),
+    ("mix.html", include_str!("../../data/web/mix.html")),
 ];
 
 pub fn templates() -> Environment<'static> {

@@ -70,8 +70,18 @@ fn text_after(html: &str, marker: &str) -> Option<String> {
     Some(rest[..end].to_string())
 }
 
-/// A small lake with credit and products: (lake, a credited turn's traj_id, t, credit, command).
-pub fn demo_lake(root: &Path) -> (std::path::PathBuf, String, i64, f64, String) {
+/// A credited turn of the demo lake, as SQL sees it, with one question citing it.
+pub struct Credited {
+    pub traj_id: String,
+    pub t: i64,
+    pub credit: f64,
+    pub command: String,
+    pub question_id: String,
+    pub question: String,
+}
+
+/// A small lake with credit and products, and a credited turn of it that the mix trains.
+pub fn demo_lake(root: &Path) -> (std::path::PathBuf, Credited) {
     let corpus = root.join("corpus");
     synth_corpus(&corpus, 5, (2, 8, 60, 2), None);
     let lake = root.join("lake");
@@ -84,26 +94,52 @@ pub fn demo_lake(root: &Path) -> (std::path::PathBuf, String, i64, f64, String) 
         &[
             "sql",
             "--format",
-            "csv",
-            "SELECT c.traj_id, c.t, c.credit, t.command FROM turn_credit c \
+            "json",
+            "SELECT c.traj_id, c.t, c.credit, t.command, q.question_id, q.text \
+             FROM turn_credit c \
              JOIN turns t ON t.traj_id = c.traj_id AND t.t = c.t \
-             WHERE c.credit > 1 AND t.command LIKE 'grep%' ORDER BY c.credit DESC, c.traj_id, c.t LIMIT 1",
+             JOIN credit_citations cc ON cc.traj_id = c.traj_id AND cc.t = c.t AND cc.valid AND cc.answer = 1 \
+             JOIN questions q ON q.eval_run_id = cc.eval_run_id AND q.sample_id = cc.sample_id \
+               AND q.question_id = cc.question_id \
+             JOIN sft_mix m ON m.traj_id = c.traj_id AND array_has(m.train_turns, c.t) \
+             WHERE c.credit > 0 AND t.command IS NOT NULL \
+             ORDER BY c.credit DESC, c.traj_id, c.t, q.question_id LIMIT 1",
         ],
     ));
-    let out = stdout(&o);
-    let line = out.lines().nth(1).expect("a credited grep turn");
-    let mut rdr = line.splitn(4, ',');
-    let traj = rdr.next().unwrap().to_string();
-    let t: i64 = rdr.next().unwrap().parse().unwrap();
-    let credit: f64 = rdr.next().unwrap().parse().unwrap();
-    let command = rdr.next().unwrap().trim_matches('"').to_string();
-    (lake, traj, t, credit, command)
+    let rows: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let r = &rows[0];
+    let text = |k: &str| {
+        r[k].as_str()
+            .unwrap_or_else(|| panic!("{k}: {r}"))
+            .to_string()
+    };
+    let credited = Credited {
+        traj_id: text("traj_id"),
+        t: r["t"].as_i64().unwrap(),
+        credit: r["credit"].as_f64().unwrap(),
+        command: text("command"),
+        question_id: text("question_id"),
+        question: text("text"),
+    };
+    (lake, credited)
+}
+
+/// `html`'s text with the escapes the templates write undone.
+fn unescape(html: &str) -> String {
+    html.replace("&#x2f;", "/")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#x27;", "'")
+        .replace("&#39;", "'")
+        .replace("&amp;", "&")
 }
 
 #[test]
 fn serve_needs_its_token_and_shows_a_trajectory_with_sqls_credit() {
     let tmp = tempfile::tempdir().unwrap();
-    let (lake, traj, t, credit, command) = demo_lake(tmp.path());
+    let (lake, c) = demo_lake(tmp.path());
+    let (traj, t, credit) = (c.traj_id.clone(), c.t, c.credit);
     let server = start(&lake);
 
     // No token, a wrong one: refused. The printed one: the lake page.
@@ -118,7 +154,7 @@ fn serve_needs_its_token_and_shows_a_trajectory_with_sqls_credit() {
 
     // The list filtered by source, looped and a piece of the turn's command
     // holds the trajectory; a filter it fails leaves it out.
-    let piece = command.split_whitespace().last().unwrap();
+    let piece = c.command.split_whitespace().last().unwrap();
     let query = |extra: &str| {
         let q = url::form_urlencoded::Serializer::new(String::new())
             .append_pair("source", "albedo")
@@ -148,7 +184,21 @@ fn serve_needs_its_token_and_shows_a_trajectory_with_sqls_credit() {
         .parse()
         .unwrap();
     assert_eq!(shown_credit, credit);
+    let section = &section[..section.find("</section>").unwrap()];
     assert!(section.contains("<pre class=\"bash\">"));
     assert!(page.contains("id=\"other_side\""));
+    // The citing question's text, and the judge's answer, beside the turn.
+    let row = &section[section
+        .find(&format!("data-question=\"{}\"", c.question_id))
+        .unwrap_or_else(|| panic!("{} not in {section}", c.question_id))..];
+    let question = text_after(row, "<td class=\"question_text\">").unwrap();
+    assert_eq!(unescape(&question), c.question);
+    // A product row it trains leads to the mix page, showing that row.
+    let link = text_after(section, "class=\"product_row\" href=\"")
+        .map(|rest| unescape(rest.split('"').next().unwrap()));
+    let link = link.expect("the credited turn trains a product row");
+    let (status, mix) = get(&server, &link, token);
+    assert_eq!(status, 200, "{mix}");
+    assert!(mix.contains("id=\"chosen_row\"") && mix.contains("id=\"mixes\""));
     assert_eq!(get(&server, "/trajectory?id=nope", token).0, 404);
 }
