@@ -4,6 +4,8 @@
 # nothing when it is already there.
 #
 #   tmux            the Debian package the sql shell's tests drive it with
+#   chromium, chromium-driver   the browser and its WebDriver server the
+#                   web app's tests (`turnlake serve`) drive, headless
 #   cmake, libclang-dev   Debian packages xgboost-rs-sys needs to build the
 #                   bundled XGBoost and generate its bindings (the scorer)
 #   s3s-fs 0.14.1   a local S3-compatible server the S3 tests start on
@@ -38,8 +40,8 @@ FEATURES="${TURNLAKE_FEATURES-train,scorer,cluster}"
 wants() { [[ ",${FEATURES// /,}," == *",$1,"* || ",${FEATURES// /,}," == *",default,"* ]]; }
 # tmux: the tests drive the sql shell through its pseudo-terminal;
 # util-linux: setpriv, unshare and mount, for the tests of unreadable files
-# and of a full disk.
-DEBIAN_PACKAGES=(tmux util-linux)
+# and of a full disk; chromium and its driver: the web app's browser tests.
+DEBIAN_PACKAGES=(tmux util-linux chromium chromium-driver)
 if wants scorer; then DEBIAN_PACKAGES+=(cmake libclang-dev g++); fi
 
 missing=()

@@ -1,5 +1,6 @@
-//! PNG plots of the credit report (plotters, with the font shipped in
-//! `data/fonts` so nothing depends on the machine's fonts).
+//! Plots of the credit report, as PNG files or SVG text for the web app
+//! (plotters, with the font shipped in `data/fonts` so nothing depends on
+//! the machine's fonts).
 
 use plotters::prelude::*;
 use std::path::Path;
@@ -40,11 +41,17 @@ fn register_font() {
 
 type PlotResult = Result<(), Box<dyn std::error::Error>>;
 
+/// The size every plot is drawn at.
+const SIZE: (u32, u32) = (900, 520);
+
 /// Draw the legend box and write the image.
-fn finish<'a, CT: CoordTranslate>(
-    chart: &mut ChartContext<'a, BitMapBackend<'a>, CT>,
-    root: &DrawingArea<BitMapBackend<'a>, plotters::coord::Shift>,
-) -> PlotResult {
+fn finish<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    root: &DrawingArea<DB, plotters::coord::Shift>,
+) -> PlotResult
+where
+    DB::ErrorType: 'static,
+{
     chart
         .configure_series_labels()
         .background_style(WHITE.mix(0.8))
@@ -55,12 +62,55 @@ fn finish<'a, CT: CoordTranslate>(
     Ok(())
 }
 
+/// A plot of the credit report.
+#[derive(Debug, Clone, Copy)]
+pub enum CreditPlot {
+    ByKind,
+    ByTurn,
+}
+
+impl CreditPlot {
+    fn draw<DB: DrawingBackend>(
+        self,
+        report: &Report,
+        root: &DrawingArea<DB, plotters::coord::Shift>,
+    ) -> PlotResult
+    where
+        DB::ErrorType: 'static,
+    {
+        register_font();
+        root.fill(&WHITE)?;
+        match self {
+            CreditPlot::ByKind => draw_credit_by_kind(report, root),
+            CreditPlot::ByTurn => draw_credit_by_turn(report, root),
+        }
+    }
+
+    /// The plot as a PNG file at `path`.
+    pub fn png(self, report: &Report, path: &Path) -> PlotResult {
+        self.draw(report, &BitMapBackend::new(path, SIZE).into_drawing_area())
+    }
+
+    /// The plot as SVG text.
+    pub fn svg(self, report: &Report) -> Result<String, Box<dyn std::error::Error>> {
+        let mut out = String::new();
+        self.draw(
+            report,
+            &SVGBackend::with_string(&mut out, SIZE).into_drawing_area(),
+        )?;
+        Ok(out)
+    }
+}
+
 /// Mean credit by command kind, bars labelled with % earning; the
 /// reference's figure is a black mark across the bars it publishes.
-pub fn credit_by_kind(report: &Report, path: &Path) -> PlotResult {
-    register_font();
-    let root = BitMapBackend::new(path, (900, 520)).into_drawing_area();
-    root.fill(&WHITE)?;
+fn draw_credit_by_kind<DB: DrawingBackend>(
+    report: &Report,
+    root: &DrawingArea<DB, plotters::coord::Shift>,
+) -> PlotResult
+where
+    DB::ErrorType: 'static,
+{
     let kinds = &report.by_kind;
     let max = kinds
         .iter()
@@ -71,7 +121,7 @@ pub fn credit_by_kind(report: &Report, path: &Path) -> PlotResult {
         .fold(0.0f64, f64::max)
         .max(0.1)
         * 1.15;
-    let mut chart = ChartBuilder::on(&root)
+    let mut chart = ChartBuilder::on(root)
         .caption(
             "Mean judge credit per turn, by command kind",
             ("sans-serif", 22),
@@ -139,14 +189,17 @@ pub fn credit_by_kind(report: &Report, path: &Path) -> PlotResult {
             ("sans-serif", 12),
         )
     }))?;
-    finish(&mut chart, &root)
+    finish(&mut chart, root)
 }
 
 /// Mean credit and % earning by turn index.
-pub fn credit_by_turn(report: &Report, path: &Path) -> PlotResult {
-    register_font();
-    let root = BitMapBackend::new(path, (900, 520)).into_drawing_area();
-    root.fill(&WHITE)?;
+fn draw_credit_by_turn<DB: DrawingBackend>(
+    report: &Report,
+    root: &DrawingArea<DB, plotters::coord::Shift>,
+) -> PlotResult
+where
+    DB::ErrorType: 'static,
+{
     let turns = &report.by_turn;
     let refs = reference_turn_credit();
     let max = turns
@@ -156,7 +209,7 @@ pub fn credit_by_turn(report: &Report, path: &Path) -> PlotResult {
         .fold(0.0f64, f64::max)
         .max(0.1)
         * 1.1;
-    let mut chart = ChartBuilder::on(&root)
+    let mut chart = ChartBuilder::on(root)
         .caption("Mean judge credit by turn index", ("sans-serif", 22))
         .margin(16)
         .x_label_area_size(40)
@@ -196,7 +249,7 @@ pub fn credit_by_turn(report: &Report, path: &Path) -> PlotResult {
         )?
         .label("reference mean credit")
         .legend(|(x, y)| Circle::new((x + 10, y), 5, BLACK.filled()));
-    finish(&mut chart, &root)
+    finish(&mut chart, root)
 }
 
 /// Series of (step, loss) drawn as lines, each with its label.

@@ -246,6 +246,10 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         lake.root(),
         dir.join("lake").display()
     );
+    println!(
+        "look at what it built in a browser: turnlake --lake {} serve",
+        dir.join("lake").display()
+    );
     for sink in skipped {
         println!(
             "skipped {}: this build left out the `{}` feature (cargo build --features {})",

@@ -271,9 +271,11 @@ pub fn write_plots(r: &Report, dir: &std::path::Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let kind = dir.join("credit_by_kind.png");
     let turn = dir.join("credit_by_turn.png");
-    crate::plot::credit_by_kind(r, &kind)
+    crate::plot::CreditPlot::ByKind
+        .png(r, &kind)
         .map_err(|e| anyhow::anyhow!("plotting {}: {e}", kind.display()))?;
-    crate::plot::credit_by_turn(r, &turn)
+    crate::plot::CreditPlot::ByTurn
+        .png(r, &turn)
         .map_err(|e| anyhow::anyhow!("plotting {}: {e}", turn.display()))?;
     eprintln!("plots: {} and {}", kind.display(), turn.display());
     Ok(())

@@ -17,6 +17,10 @@ use crate::engine::pinned::PinnedTable;
 /// Whether a session's statements may write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {
+    /// Queries only (`SELECT`, `WITH`, `EXPLAIN`): SQL from the web app's
+    /// page, where session DDL such as `CREATE EXTERNAL TABLE` would read
+    /// files beyond the lake, and a view would outlive the request.
+    QueryOnly,
     /// Reads and session DDL only.
     ReadOnly,
     /// Also `INSERT`/`UPDATE`/`DELETE` into session tables and `COPY … TO`.
@@ -30,12 +34,28 @@ pub enum Refused {
         "{0}: this session is read-only (turnlake sql --allow-writes runs statements that write)"
     )]
     ReadOnly(String),
+    #[error("{0}: only queries run here (SELECT, WITH, EXPLAIN): nothing that writes or defines")]
+    QueryOnly(String),
     #[error("{op} {table}: {table} is a lake table; the lake is written only by turnlake's commands, never through SQL")]
     LakeTable { op: String, table: String },
 }
 
 /// `Ok` when `plan` may run under `access`.
 pub fn check(plan: &LogicalPlan, access: Access) -> Result<(), Refused> {
+    if access == Access::QueryOnly {
+        let options = SQLOptions::new()
+            .with_allow_ddl(false)
+            .with_allow_statements(false)
+            .with_allow_dml(false);
+        if options.verify_plan(plan).is_err() {
+            let what = match plan {
+                LogicalPlan::Ddl(ddl) => ddl.name().to_string(),
+                LogicalPlan::Statement(s) => s.name().to_string(),
+                _ => first_write(plan),
+            };
+            return Err(Refused::QueryOnly(what));
+        }
+    }
     if access == Access::ReadOnly {
         let options = SQLOptions::new()
             .with_allow_ddl(true)

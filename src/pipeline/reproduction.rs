@@ -136,7 +136,8 @@ impl Reproduction {
     }
 
     /// Header and display rows.
-    fn rows(&self) -> (Vec<&'static str>, Vec<Vec<String>>) {
+    /// The table as header and formatted rows (the terminal, markdown and the web app draw it).
+    pub fn rows(&self) -> (Vec<&'static str>, Vec<Vec<String>>) {
         let mut header = vec!["figure", "lake", "reference", "lake - reference"];
         let planted = self.has_planted();
         if planted {

@@ -6,6 +6,7 @@
 mod auth;
 mod pages;
 mod render;
+mod sql;
 
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Response};
@@ -21,6 +22,9 @@ use crate::lake::Lake;
 pub struct App {
     pub lake: Lake,
     pub ctx: SessionContext,
+    /// The credit report, counted on the first visit of its page (the
+    /// session reads the lake as of one commit, so it does not change).
+    credit_report: tokio::sync::OnceCell<crate::pipeline::stats::Report>,
     token: String,
     templates: minijinja::Environment<'static>,
 }
@@ -30,6 +34,7 @@ impl App {
         App {
             lake,
             ctx,
+            credit_report: tokio::sync::OnceCell::new(),
             token,
             templates: render::templates(),
         }
@@ -51,6 +56,8 @@ pub async fn serve(app: App, listener: tokio::net::TcpListener) -> std::io::Resu
         .route("/trajectories", get(pages::trajectories))
         .route("/trajectory", get(pages::trajectory))
         .route("/mix", get(pages::mix))
+        .route("/credit", get(pages::credit))
+        .route("/sql", get(sql::sql))
         .fallback(|| async { WebError::NotFound("no such page".into()) })
         .layer(axum::middleware::from_fn_with_state(
             app.clone(),

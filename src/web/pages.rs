@@ -663,3 +663,94 @@ pub async fn mix(State(app): State<Arc<App>>, Query(q): Query<MixQuery>) -> Page
         },
     )
 }
+
+/// The credit report: by command kind and turn index as SVG charts with the
+/// reference's marks, the exposure-bias figures, and the reproduction table.
+pub async fn credit(State(app): State<Arc<App>>) -> Page {
+    if !app.ctx.table_exist("turn_credit")? {
+        return Err(WebError::NotFound(
+            "the lake has no credit yet (turnlake credit)".into(),
+        ));
+    }
+    let report = app
+        .credit_report
+        .get_or_try_init(|| crate::pipeline::stats::report(&app.lake))
+        .await?;
+    let svg = |plot: crate::plot::CreditPlot| -> Result<String, WebError> {
+        use base64::Engine;
+        let text = plot
+            .svg(report)
+            .map_err(|e| WebError::Query(format!("plotting: {e}")))?;
+        Ok(format!(
+            "data:image/svg+xml;base64,{}",
+            base64::engine::general_purpose::STANDARD.encode(text)
+        ))
+    };
+    let by_kind: Vec<Vec<String>> = report
+        .by_kind
+        .iter()
+        .map(|k| {
+            vec![
+                k.cmd_kind.clone(),
+                k.turns.to_string(),
+                format!("{:.1}", 100.0 * k.share),
+                format!("{:.3}", k.mean_credit),
+                format!("{:.1}", k.pct_earning),
+            ]
+        })
+        .collect();
+    let by_turn: Vec<Vec<String>> = report
+        .by_turn
+        .iter()
+        .map(|t| {
+            vec![
+                t.t.to_string(),
+                t.turns.to_string(),
+                format!("{:.3}", t.mean_credit),
+                format!("{:.1}", t.pct_earning),
+            ]
+        })
+        .collect();
+    let e = &report.exposure;
+    let exposure = vec![
+        (
+            "own turns whose observation failed (%)",
+            format!("{:.1}", 100.0 * e.share_failed_own),
+        ),
+        (
+            "turns right after a failure (%)",
+            format!("{:.1}", 100.0 * e.share_after_failure),
+        ),
+        (
+            "earning right after a failure (%)",
+            format!("{:.1}", e.pct_earning_after_failure),
+        ),
+        (
+            "earning otherwise (%)",
+            format!("{:.1}", e.pct_earning_otherwise),
+        ),
+        (
+            "earning, all turns (%)",
+            format!("{:.1}", e.pct_earning_baseline),
+        ),
+        (
+            "relative cost of a failure",
+            format!("{:.3}", e.relative_cost),
+        ),
+    ];
+    let (header, rows) = report.reproduction.rows();
+    page(
+        &app,
+        "credit.html",
+        context! {
+            scored_turns => report.scored_turns,
+            kind_svg => svg(crate::plot::CreditPlot::ByKind)?,
+            turn_svg => svg(crate::plot::CreditPlot::ByTurn)?,
+            by_kind, by_turn, exposure,
+            reproduction_title => report.reproduction.title.clone(),
+            reproduction_header => header,
+            reproduction_rows => rows,
+            notes => report.reproduction.notes.clone(),
+        },
+    )
+}

@@ -18,6 +18,8 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../../data/web/trajectory.html"),
     ),
     ("mix.html", include_str!("../../data/web/mix.html")),
+    ("sql.html", include_str!("../../data/web/sql.html")),
+    ("credit.html", include_str!("../../data/web/credit.html")),
 ];
 
 pub fn templates() -> Environment<'static> {

@@ -25,6 +25,9 @@ fn demo_runs_the_whole_pipeline() {
     ] {
         assert!(out.contains(section), "missing {section}:\n{out}");
     }
+    // It ends by saying how to look at what it built.
+    let serve = format!("turnlake --lake {} serve", dir.join("lake").display());
+    assert!(out.contains(&serve), "{out}");
     // Each heavy sink runs when built, and is named as skipped when not.
     for (built, feature, sections) in [
         (cfg!(feature = "train"), "train", &["== train"][..]),

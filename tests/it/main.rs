@@ -5,6 +5,7 @@
 //! feature; `sinks` checks what a build without them says.
 
 #[cfg(feature = "cluster")]
+mod browser;
 mod cluster;
 mod common;
 mod credit;
@@ -36,3 +37,4 @@ mod udf_parity;
 mod untrusted;
 mod validate;
 mod verl;
+mod webdriver;

@@ -50,6 +50,11 @@ pub fn start(lake: &Path) -> Server {
 
 /// GET `path` (with the token cookie when `token` is given): status and body.
 pub fn get(server: &Server, path: &str, token: Option<&str>) -> (u16, String) {
+    let (status, body) = get_bytes(server, path, token);
+    (status, String::from_utf8(body).expect("a UTF-8 page"))
+}
+
+pub fn get_bytes(server: &Server, path: &str, token: Option<&str>) -> (u16, Vec<u8>) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         let mut req = reqwest::Client::new().get(format!("{}{path}", server.base));
@@ -58,8 +63,18 @@ pub fn get(server: &Server, path: &str, token: Option<&str>) -> (u16, String) {
         }
         let r = req.send().await.unwrap();
         let status = r.status().as_u16();
-        (status, r.text().await.unwrap())
+        (status, r.bytes().await.unwrap().to_vec())
     })
+}
+
+/// The SQL page's path for `sql` (and `extra` parameters).
+fn sql_path(sql: &str, extra: &[(&str, &str)]) -> String {
+    let mut q = url::form_urlencoded::Serializer::new(String::new());
+    q.append_pair("q", sql);
+    for (k, v) in extra {
+        q.append_pair(k, v);
+    }
+    format!("/sql?{}", q.finish())
 }
 
 /// The text of the first element after `marker` in `html`, tags dropped.
@@ -201,4 +216,67 @@ fn serve_needs_its_token_and_shows_a_trajectory_with_sqls_credit() {
     assert_eq!(status, 200, "{mix}");
     assert!(mix.contains("id=\"chosen_row\"") && mix.contains("id=\"mixes\""));
     assert_eq!(get(&server, "/trajectory?id=nope", token).0, 404);
+}
+
+#[test]
+fn the_sql_page_answers_as_turnlake_sql_does_and_cannot_write_or_reach_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (lake, _) = demo_lake(tmp.path());
+    let server = start(&lake);
+    let token = Some(server.token.as_str());
+    let query = "SELECT source, count(*) AS n FROM trajectories GROUP BY source ORDER BY source";
+
+    // The page's table and its CSV download hold what `turnlake sql` gives.
+    let shell = stdout(&ok(run(&lake, &["sql", "--format", "csv", query])));
+    let (status, csv) = get(&server, &sql_path(query, &[("format", "csv")]), token);
+    assert_eq!(status, 200, "{csv}");
+    assert_eq!(csv, shell);
+    let (status, page) = get(&server, &sql_path(query, &[]), token);
+    assert_eq!(status, 200, "{page}");
+    let table = &page[page.find("id=\"result\"").expect("a result table")..];
+    for line in shell.lines().skip(1) {
+        let (source, n) = line.split_once(',').unwrap();
+        assert!(
+            table.contains(&format!("<td>{source}</td><td>{n}</td>")),
+            "{source} {n} not in {table}"
+        );
+    }
+    let (status, parquet) = get_bytes(&server, &sql_path(query, &[("format", "parquet")]), token);
+    assert_eq!(status, 200);
+    assert!(parquet.starts_with(b"PAR1") && parquet.ends_with(b"PAR1"));
+
+    // Nothing that writes or defines: not a copy out, not a table over a
+    // file beyond the lake, not an insert.
+    let outside = tmp.path().join("copied.csv");
+    for statement in [
+        format!("COPY (SELECT 1 AS x) TO '{}'", outside.display()),
+        "CREATE EXTERNAL TABLE leak STORED AS CSV LOCATION '/etc/passwd'".to_string(),
+        "INSERT INTO trajectories SELECT * FROM trajectories".to_string(),
+    ] {
+        let (status, page) = get(&server, &sql_path(&statement, &[]), token);
+        assert_eq!(status, 400, "{statement}: {page}");
+        assert!(
+            page.contains("only queries run here"),
+            "{statement}: {page}"
+        );
+    }
+    assert!(!outside.exists());
+    // Two statements, a query that fails: said, not run.
+    assert_eq!(
+        get(&server, &sql_path("SELECT 1; SELECT 2", &[]), token).0,
+        400
+    );
+    let (status, page) = get(
+        &server,
+        &sql_path("SELECT nope FROM trajectories", &[]),
+        token,
+    );
+    assert!(status >= 400 && page.contains("nope"), "{status} {page}");
+
+    // The credit report's page draws its charts as SVG.
+    let (status, page) = get(&server, "/credit", token);
+    assert_eq!(status, 200, "{page}");
+    let page = unescape(&page);
+    assert!(page.contains("id=\"credit_by_kind\" alt=\"mean credit by command kind\" src=\"data:image/svg+xml;base64,"));
+    assert!(page.contains("id=\"reproduction\""));
 }
