@@ -10,9 +10,8 @@ use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 use crate::cmd::LakeArg;
-use crate::engine;
-use crate::lake::{snapshot, Lake, LakeCommit};
-use crate::pipeline::provenance::Provenance;
+use crate::lake::{snapshot, Lake};
+use crate::pipeline::lake_state::{self, state, step_settings};
 
 #[derive(Debug, Subcommand)]
 pub enum SnapshotCommand {
@@ -40,47 +39,6 @@ pub enum SnapshotCommand {
     /// Per table: versions and row counts at A and B; per step: whether its
     /// parameters or SQL changed.
     Diff { a: String, b: String },
-}
-
-/// One table as a lake commit holds it.
-struct TableState {
-    version: u64,
-    rows: i64,
-    /// The command of the last commit that changed the table, and its parameters.
-    writer: Option<(String, serde_json::Value)>,
-}
-
-/// Every table of the lake as of `at`.
-async fn state(root: &str, at: &str) -> anyhow::Result<(LakeCommit, BTreeMap<String, TableState>)> {
-    let lake = Lake::open_as_of(root, at).await?;
-    let view = lake.view().await?;
-    let commit = view.commit.clone().expect("an --as-of view has its commit");
-    let log = lake.log()?;
-    let mut history: Vec<LakeCommit> = Vec::new();
-    for v in log.versions().await? {
-        if v <= commit.version {
-            history.push(log.read(v).await?);
-        }
-    }
-    let ctx = engine::session(&lake).await?;
-    let mut out = BTreeMap::new();
-    for (name, version) in &view.tables {
-        let rows = ctx.table(name.as_str()).await?.count().await? as i64;
-        // The first commit that recorded this version wrote it.
-        let writer = history
-            .iter()
-            .find(|c| c.tables.get(name) == Some(version))
-            .map(|c| (c.command.clone(), c.params.clone()));
-        out.insert(
-            name.clone(),
-            TableState {
-                version: *version,
-                rows,
-                writer,
-            },
-        );
-    }
-    Ok((commit, out))
 }
 
 /// A lake commit as other engines read it (`snapshot show --json`).
@@ -111,17 +69,6 @@ async fn resolve(root: &str, at: Option<String>) -> anyhow::Result<String> {
     let latest = lake.log()?.latest().await?;
     let latest = latest.with_context(|| format!("{root}: the lake has no lake commit yet"))?;
     Ok(latest.version.to_string())
-}
-
-/// The parameters and SQL hash a step recorded, without its input versions
-/// (those differ whenever the inputs moved, which the table rows already show)
-/// or what it measured.
-fn step_settings(params: &serde_json::Value) -> serde_json::Value {
-    match Provenance::recorded(params) {
-        Some(p) => serde_json::json!({"params": p.params, "sql_sha256": p.sql_sha256}),
-        // Not a step's (ingest records what it read).
-        None => serde_json::json!({"params": null, "sql_sha256": null}),
-    }
 }
 
 /// `turnlake unlock`: remove the writer lock of a writer that died on another machine.
@@ -231,31 +178,16 @@ pub async fn run(lake: &LakeArg, cmd: SnapshotCommand) -> anyhow::Result<ExitCod
                 "rows B - A",
                 "step settings",
             ]);
-            let names: std::collections::BTreeSet<&String> = ta.keys().chain(tb.keys()).collect();
-            for name in names {
-                let (x, y) = (ta.get(name), tb.get(name));
-                let show = |s: Option<&TableState>, f: fn(&TableState) -> String| {
-                    s.map(f).unwrap_or_else(|| "—".into())
-                };
-                let settings = match (
-                    x.and_then(|s| s.writer.as_ref()),
-                    y.and_then(|s| s.writer.as_ref()),
-                ) {
-                    (Some((_, p)), Some((_, q))) if step_settings(p) != step_settings(q) => {
-                        "changed"
-                    }
-                    (None, Some(_)) => "new",
-                    (Some(_), None) => "gone",
-                    _ => "same",
-                };
+            for d in lake_state::diff(&ta, &tb) {
+                let show = |n: Option<i64>| n.map_or_else(|| "—".into(), |n| n.to_string());
                 t.add_row(vec![
-                    name.clone(),
-                    show(x, |s| s.version.to_string()),
-                    show(y, |s| s.version.to_string()),
-                    show(x, |s| s.rows.to_string()),
-                    show(y, |s| s.rows.to_string()),
-                    (y.map_or(0, |s| s.rows) - x.map_or(0, |s| s.rows)).to_string(),
-                    settings.to_string(),
+                    d.table,
+                    show(d.version_a),
+                    show(d.version_b),
+                    show(d.rows_a),
+                    show(d.rows_b),
+                    (d.rows_b.unwrap_or(0) - d.rows_a.unwrap_or(0)).to_string(),
+                    d.settings.to_string(),
                 ]);
             }
             println!("{t}");

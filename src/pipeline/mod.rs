@@ -5,6 +5,7 @@ pub mod buckets;
 pub mod credit;
 pub mod harvest;
 pub mod ingest;
+pub mod lake_state;
 pub mod mix;
 pub mod outcomes;
 pub mod provenance;

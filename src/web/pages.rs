@@ -48,8 +48,18 @@ struct CommitRow {
     tables: usize,
 }
 
-/// The lake: tables with rows and versions, its commits and snapshots.
-pub async fn lake(State(app): State<Arc<App>>) -> Page {
+/// Two lake commits to compare (snapshot names or lake versions).
+#[derive(Debug, Default, Deserialize)]
+pub struct LakeQuery {
+    #[serde(default)]
+    a: String,
+    #[serde(default)]
+    b: String,
+}
+
+/// The lake: tables with rows and versions, its commits and snapshots, and
+/// what changed between two of them.
+pub async fn lake(State(app): State<Arc<App>>, Query(q): Query<LakeQuery>) -> Page {
     let mut tables = Vec::new();
     for info in app.lake.tables().await.map_err(lake_error)? {
         let rows = app.ctx.table(info.name.as_str()).await?.count().await?;
@@ -81,12 +91,27 @@ pub async fn lake(State(app): State<Arc<App>>) -> Page {
     let snapshots = crate::lake::snapshot::list(&app.lake)
         .await
         .map_err(lake_error)?;
+    let diff = match (set(&q.a), set(&q.b)) {
+        (Some(a), Some(b)) => {
+            use crate::pipeline::lake_state::{diff, state};
+            let root = app.lake.root().to_string();
+            let bad = |e: crate::pipeline::PipelineError| WebError::BadRequest(super::chain(&e));
+            let (ca, ta) = state(&root, a).await.map_err(bad)?;
+            let (cb, tb) = state(&root, b).await.map_err(bad)?;
+            Some((ca.version, cb.version, diff(&ta, &tb)))
+        }
+        (None, None) => None,
+        _ => return Err(WebError::BadRequest("compare needs both A and B".into())),
+    };
     page(
         &app,
         "lake.html",
         context! {
             root => app.lake.root().to_string(),
             pinned => app.lake.is_pinned(),
+            a => &q.a,
+            b => &q.b,
+            diff => Value::from(Serde(&diff)),
             tables => Value::from(Serde(&tables)),
             commits => Value::from(Serde(&commits)),
             snapshots => Value::from(Serde(&snapshots)),

@@ -167,6 +167,19 @@ fn serve_needs_its_token_and_shows_a_trajectory_with_sqls_credit() {
     }
     let token = Some(server.token.as_str());
 
+    // Two lake commits compared, as `snapshot diff` does: the first
+    // ingest's commit and a snapshot of the built lake.
+    ok(run(&lake, &["snapshot", "create", "built"]));
+    let (status, page) = get(&server, "/?a=0&b=built", token);
+    assert_eq!(status, 200, "{page}");
+    let diff = &page[page.find("id=\"diff\"").expect("a diff table")..];
+    assert!(
+        diff.contains("<td>sft_mix</td><td class=\"num\">—</td>"),
+        "{diff}"
+    );
+    assert!(diff.contains("<td>new</td>"), "{diff}");
+    assert_eq!(get(&server, "/?a=0&b=nosuch", token).0, 400);
+
     // The list filtered by source, looped and a piece of the turn's command
     // holds the trajectory; a filter it fails leaves it out.
     let piece = c.command.split_whitespace().last().unwrap();
