@@ -79,7 +79,7 @@ async fn train(lake: &LakeArg, args: TrainArgs) -> anyhow::Result<ExitCode> {
     let lake = lake.open().await?;
     let (enc, template, used) = tokenizer(args.tokenizer.clone(), args.model.clone())?;
     println!("tokenizer and template: {used}");
-    let prepared = train::prepare(&lake, &args.mix, enc.as_ref(), &template, None)
+    let prepared = train::prepare(&lake, &args.mix, (enc.into(), template), None, None)
         .await
         .context("reading the rows to train on")?;
     let data = prepared.dataset(cfg.seq_len, cfg.seed, cfg.heldout_share);
@@ -135,15 +135,23 @@ async fn sweep(lake: &LakeArg, args: SweepArgs) -> anyhow::Result<ExitCode> {
     println!("tokenizer and template: {used}");
     let ranked = selections.contains(&Selection::Ranked);
     let quality = Quality::parse(&args.quality).map_err(|e| anyhow::anyhow!("--quality: {e}"))?;
+    // Only the mixes a candidate draws from, and the target's.
+    let mixes = candidates
+        .iter()
+        .flat_map(|c| c.shares.keys().cloned())
+        .chain([args.target.clone()])
+        .collect();
+    let started = std::time::Instant::now();
     let prepared = train::prepare(
         &lake,
         &args.table,
-        enc.as_ref(),
-        &template,
+        (enc.into(), template),
         ranked.then_some(&quality),
+        Some(mixes),
     )
     .await
     .context("reading the rows to train on")?;
+    let prepare_seconds = started.elapsed().as_secs_f64();
     let bar = turnlake::progress::bar((candidates.len() * args.seeds.len()) as u64, "sweep");
     let report = tokio::task::block_in_place(|| {
         let plan = sweep::SweepPlan {
@@ -159,6 +167,14 @@ async fn sweep(lake: &LakeArg, args: SweepArgs) -> anyhow::Result<ExitCode> {
     })?;
     bar.finish_and_clear();
     print_sweep(&report);
+    let per_candidate =
+        report.ranking.iter().map(|c| c.seconds).sum::<f64>() / report.ranking.len().max(1) as f64;
+    println!(
+        "time: {prepare_seconds:.1} s to read and tokenize the rows ({} of them), then {per_candidate:.1} s \
+         per candidate ({:.1} s per proxy)",
+        prepared.rows.len(),
+        per_candidate / args.seeds.len().max(1) as f64
+    );
     println!("{}", report.winner);
     println!(
         "   {}, {} and {}",

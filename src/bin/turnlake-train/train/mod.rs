@@ -9,11 +9,14 @@ pub mod optim;
 pub mod run;
 pub mod sweep;
 
-use std::collections::BTreeMap;
+use rayon::prelude::*;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use data::Tokenized;
 use turnlake::columns;
 use turnlake::engine;
+use turnlake::export::{sft_rows, ExportError};
 use turnlake::lake::Lake;
 use turnlake::pipeline::select::Quality;
 use turnlake::tokenize::template::Template;
@@ -50,17 +53,18 @@ pub struct Prepared {
     pub lake: serde_json::Value,
 }
 
-/// Read and tokenize the rows of `table` as validate renders them, with
-/// each row's quality score under `quality` when given.
+/// Read and tokenize the rows of `table` as validate renders them (only
+/// those of `mixes` when given), with each row's quality score under
+/// `quality` when given. Rows stream in chunks and are tokenized in
+/// parallel off the runtime's threads, so only their tokens are held.
 pub async fn prepare(
     lake: &Lake,
     table: &str,
-    enc: &dyn TextEncoder,
-    template: &Template,
+    (enc, template): (Arc<dyn TextEncoder>, Template),
     quality: Option<&Quality>,
+    mixes: Option<BTreeSet<String>>,
 ) -> Result<Prepared, TrainError> {
     let view = lake.view().await?;
-    let rows = turnlake::export::sft_rows::rows(lake, table).await?;
     let ctx = engine::session(lake).await?;
     // Each row's held-out unit: its trajectory's sample (Albedo) or instance.
     let query = |e| turnlake::engine::EngineError::Query {
@@ -91,32 +95,46 @@ pub async fn prepare(
         .zip(columns::strings(&row_traj, "traj_id"))
         .filter_map(|(r, t)| Some((r?, unit_of_traj.get(&t?)?.clone())))
         .collect();
-    let tokenized = tokio::task::block_in_place(|| {
-        rows.iter()
-            .map(|row| {
-                let id = row["row_id"].as_str().unwrap_or("");
-                let unit = unit_of.get(id).cloned().unwrap_or_else(|| id.to_string());
-                data::tokenize(enc, template, row, unit)
-                    .map_err(|e| TrainError::Data(format!("row {id}: {e}")))
-            })
-            .collect::<Result<Vec<_>, _>>()
-    })?;
+    let encoder = Arc::clone(&enc);
+    let rows = sft_rows::stream_rows(
+        lake,
+        table,
+        Vec::new(),
+        move |out: &mut Vec<(String, Tokenized)>, chunk| {
+            let wanted = |row: &&serde_json::Value| {
+                mixes
+                    .as_ref()
+                    .is_none_or(|m| m.contains(row["mix"].as_str().unwrap_or("")))
+            };
+            let chunk: Vec<&serde_json::Value> = chunk.iter().filter(wanted).collect();
+            let tokenized = chunk
+                .par_iter()
+                .map(|row| {
+                    let id = row["row_id"].as_str().unwrap_or("").to_string();
+                    let unit = unit_of.get(&id).cloned().unwrap_or_else(|| id.clone());
+                    data::tokenize(encoder.as_ref(), &template, row, unit)
+                        .map(|t| (id.clone(), t))
+                        .map_err(|e| ExportError::Refused(format!("row {id}: {e}")))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            out.extend(tokenized);
+            Ok(())
+        },
+    )
+    .await?;
     let scores = match quality {
         Some(q) => turnlake::pipeline::mix::row_qualities(&ctx, table, q).await?,
         None => BTreeMap::new(),
     };
     let quality = rows
         .iter()
-        .map(|row| {
-            let id = row["row_id"].as_str().unwrap_or("");
-            scores.get(id).copied().unwrap_or(0.0)
-        })
+        .map(|(id, _)| scores.get(id).copied().unwrap_or(0.0))
         .collect();
     Ok(Prepared {
         vocab_size: enc.vocab_size() as i64,
         quality,
         separator: enc.special_id("<|endoftext|>").unwrap_or(0) as i64,
-        rows: tokenized,
+        rows: rows.into_iter().map(|(_, t)| t).collect(),
         lake: serde_json::json!({
             "root": lake.root().to_string(),
             "lake_commit": view.commit.as_ref().map(|c| c.version),

@@ -153,6 +153,10 @@ pub struct Ranked {
     pub context_tokens: usize,
     /// Steps of each proxy: one pass over its windows.
     pub steps: i64,
+    /// Seconds its proxies trained, all seeds (said, not written: a rerun
+    /// writes the same sweep.json).
+    #[serde(skip)]
+    pub seconds: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -307,6 +311,7 @@ pub fn sweep(
     for (i, candidate) in candidates.iter().enumerate() {
         let (mut losses, mut test_losses) = (Vec::new(), Vec::new());
         let (mut trainable, mut context, mut steps) = (0, 0, 0);
+        let started = std::time::Instant::now();
         for &seed in seeds {
             let rows = compose(prepared, candidate, (plan.budget, gate), seed, split);
             let held = rows.iter().map(|r| r.trainable()).sum::<usize>();
@@ -367,6 +372,7 @@ pub fn sweep(
             short: trainable / seeds.len().max(1) < plan.budget,
             context_tokens: context / seeds.len().max(1),
             steps,
+            seconds: started.elapsed().as_secs_f64(),
         });
     }
     // Best first; a candidate with nothing to train on last.
