@@ -17,7 +17,7 @@ pub struct ServeArgs {
 
 pub async fn run(lake: &LakeArg, args: ServeArgs) -> anyhow::Result<ExitCode> {
     let lake = lake.open().await?;
-    let ctx = engine::session(&lake).await?;
+    let ctx = engine::memory_bounded_session(&lake, web::QUERY_MEMORY).await?;
     let listener = tokio::net::TcpListener::bind(args.bind)
         .await
         .with_context(|| format!("listening on {}", args.bind))?;

@@ -79,6 +79,31 @@ pub async fn session(lake: &Lake) -> Result<SessionContext, EngineError> {
     session_with(lake, Strings::Views).await
 }
 
+/// A [`session`] whose queries together hold at most `limit` bytes: beyond
+/// it sorts, aggregates and joins spill where they can, and a query that
+/// still needs more fails (the web app: what a page asks must not grow the
+/// server).
+pub async fn memory_bounded_session(
+    lake: &Lake,
+    limit: usize,
+) -> Result<SessionContext, EngineError> {
+    if lake.cluster().is_some() {
+        return session(lake).await;
+    }
+    let runtime = RuntimeEnvBuilder::new()
+        .with_metadata_cache_limit(metadata_cache(lake))
+        .with_memory_pool(Arc::new(
+            datafusion::execution::memory_pool::FairSpillPool::new(limit),
+        ))
+        .build_arc()
+        .map_err(EngineError::query("creating a memory-bounded session"))?;
+    let ctx = local(SessionContext::new_with_config_rt(
+        local_config(Strings::Views),
+        runtime,
+    ));
+    with_tables(lake, ctx, Strings::Views).await
+}
+
 /// A [`session`] for a pipeline step, whose joins and tables hold many rows:
 /// its lake tables give plain strings (see [`Strings::Plain`]), and so do
 /// its SQL's `VARCHAR`s when planned here (else a `UNION ALL` of a lake

@@ -41,6 +41,10 @@ impl App {
     }
 }
 
+/// Bytes the queries of every page together may hold (beyond it they spill,
+/// or fail with a message), so the server's memory is bounded whatever is asked.
+pub const QUERY_MEMORY: usize = 512 << 20;
+
 /// A fresh random token, as Jupyter prints one with its URL.
 pub fn new_token() -> std::io::Result<String> {
     let mut bytes = [0u8; 24];

@@ -655,6 +655,7 @@ pub async fn mix(State(app): State<Arc<App>>, Query(q): Query<MixQuery>) -> Page
             .await?;
         examples.extend(row_views(&b));
     }
+    let validation = validation(&app).await?;
     let percent = |x: f64| format!("{:.1}", 100.0 * x);
     let mixes: Vec<Vec<String>> = report
         .mixes
@@ -685,8 +686,70 @@ pub async fn mix(State(app): State<Arc<App>>, Query(q): Query<MixQuery>) -> Page
             commands => shares(&report.commands),
             tags => shares(&report.tags),
             examples => Value::from(Serde(&examples)),
+            validation,
         },
     )
+}
+
+/// What the last `turnlake validate` found of the mix, as the lake records
+/// it: (figure, value) rows; none when it never ran.
+async fn validation(app: &App) -> Result<Vec<(String, String)>, WebError> {
+    use crate::pipeline::provenance::Provenance;
+    let log = app.lake.log().map_err(lake_error)?;
+    let view = app.lake.view().await.map_err(lake_error)?;
+    let last = view.commit.as_ref().map_or(0, |c| c.version);
+    let mut found = None;
+    for v in log.versions().await.map_err(lake_error)?.into_iter().rev() {
+        if v > last {
+            continue;
+        }
+        let c = log.read(v).await.map_err(lake_error)?;
+        if c.command == "validate" {
+            found = Some(c);
+            break;
+        }
+    }
+    let Some(commit) = found else {
+        return Ok(Vec::new());
+    };
+    let mut out = vec![(
+        "validated at".to_string(),
+        format!("lake commit {} ({})", commit.version, commit.timestamp),
+    )];
+    if let Some(p) = Provenance::recorded(&commit.params) {
+        let table = p.params["table"].as_str().unwrap_or("sft_mix").to_string();
+        let read = p.inputs.get(&table).copied().flatten();
+        let now = view.tables.get(&table).copied();
+        out.push((
+            format!("{table} version validated"),
+            match (read, now) {
+                (Some(r), Some(n)) if r == n => format!("{r} (the current one)"),
+                (Some(r), Some(n)) => {
+                    format!("{r} (stale: the lake holds {n}; run turnlake validate)")
+                }
+                (r, _) => r.map_or("-".into(), |r| r.to_string()),
+            },
+        ));
+        out.push((
+            "rows left out (failing or over the limit)".into(),
+            p.dropped.unwrap_or(0).to_string(),
+        ));
+        for key in ["limit", "mode", "over_limit"] {
+            if let Some(v) = p.params.get(key).filter(|v| !v.is_null()) {
+                out.push((key.to_string(), v.to_string().trim_matches('"').to_string()));
+            }
+        }
+        let tokenizer = p.params["model_sha256"]
+            .as_str()
+            .map(|s| format!("model folder {}", s.chars().take(12).collect::<String>()))
+            .unwrap_or_else(|| "turnlake's own".into());
+        out.push(("tokenizer".into(), tokenizer));
+    }
+    if app.ctx.table_exist("sft_validated")? {
+        let rows = app.ctx.table("sft_validated").await?.count().await?;
+        out.push(("rows in sft_validated".into(), rows.to_string()));
+    }
+    Ok(out)
 }
 
 /// The credit report: by command kind and turn index as SVG charts with the

@@ -20,6 +20,9 @@ use crate::output::{Format, ResultWriter, TableCap};
 
 /// Rows a query may return (shown in pages, or downloaded); it stops there.
 const MAX_ROWS: usize = 10_000;
+/// Bytes of result a query may return (long transcripts reach it before
+/// the row limit); it stops there too.
+const MAX_BYTES: usize = 64 << 20;
 /// How long a query may run.
 const MAX_TIME: Duration = Duration::from_secs(30);
 /// Rows a page of the result shows.
@@ -63,9 +66,17 @@ async fn run(app: &App, sql: &str) -> Result<Result_, WebError> {
                     e => WebError::Query(chain(&e)),
                 })?;
         let schema = rows.schema();
-        let (mut batches, mut n) = (Vec::new(), 0);
+        let (mut batches, mut n, mut bytes) = (Vec::new(), 0, 0);
         while let Some(batch) = rows.next().await {
             let batch = batch.map_err(|e| WebError::Query(chain(&e)))?;
+            bytes += batch.get_array_memory_size();
+            if bytes > MAX_BYTES {
+                return Ok(Result_ {
+                    schema,
+                    batches,
+                    cut: true,
+                });
+            }
             if n + batch.num_rows() > MAX_ROWS {
                 batches.push(batch.slice(0, MAX_ROWS - n));
                 return Ok(Result_ {

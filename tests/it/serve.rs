@@ -155,6 +155,7 @@ fn serve_needs_its_token_and_shows_a_trajectory_with_sqls_credit() {
     let tmp = tempfile::tempdir().unwrap();
     let (lake, c) = demo_lake(tmp.path());
     let (traj, t, credit) = (c.traj_id.clone(), c.t, c.credit);
+    ok(run(&lake, &["validate"]));
     let server = start(&lake);
 
     // No token, a wrong one: refused. The printed one: the lake page.
@@ -228,6 +229,15 @@ fn serve_needs_its_token_and_shows_a_trajectory_with_sqls_credit() {
     let (status, mix) = get(&server, &link, token);
     assert_eq!(status, 200, "{mix}");
     assert!(mix.contains("id=\"chosen_row\"") && mix.contains("id=\"mixes\""));
+    // With the last validation's summary: the current sft_mix, nothing left out.
+    let validation = &mix[mix
+        .find("<table id=\"validation\">")
+        .expect("a validation summary")..];
+    assert!(validation.contains("(the current one)"), "{validation}");
+    assert!(
+        validation.contains("<th>rows left out (failing or over the limit)</th><td>0</td>"),
+        "{validation}"
+    );
     assert_eq!(get(&server, "/trajectory?id=nope", token).0, 404);
 }
 
