@@ -92,141 +92,11 @@ pub fn read_truth(path: &std::path::Path) -> anyhow::Result<serde_json::Value> {
     serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))
 }
 
-/// The report's sections as (title, header, rows) in display form.
-/// A report section: its title, header and rows in display form.
-type Section = (String, Vec<&'static str>, Vec<Vec<String>>);
-
-fn sections(r: &Report) -> Vec<Section> {
-    let f2 = |x: f64| format!("{x:.3}");
-    let f1 = |x: f64| format!("{x:.1}");
-    let e = &r.exposure;
-    vec![
-        (
-            format!("Credit by command kind ({} scored turns)", r.scored_turns),
-            vec!["cmd_kind", "turns", "share %", "mean credit", "% earning"],
-            r.by_kind
-                .iter()
-                .map(|k| {
-                    vec![
-                        k.cmd_kind.clone(),
-                        k.turns.to_string(),
-                        f1(100.0 * k.share),
-                        f2(k.mean_credit),
-                        f1(k.pct_earning),
-                    ]
-                })
-                .collect(),
-        ),
-        (
-            "Credit by turn index".into(),
-            vec!["t", "turns", "mean credit", "% earning"],
-            r.by_turn
-                .iter()
-                .map(|t| {
-                    vec![
-                        t.t.to_string(),
-                        t.turns.to_string(),
-                        f2(t.mean_credit),
-                        f1(t.pct_earning),
-                    ]
-                })
-                .collect(),
-        ),
-        (
-            "Exposure bias".into(),
-            vec!["measure", "value"],
-            vec![
-                vec![
-                    "scored turns whose own observation failed (%)".into(),
-                    f1(100.0 * e.share_failed_own),
-                ],
-                vec![
-                    "turns after a failed observation (%)".into(),
-                    f1(100.0 * e.share_after_failure),
-                ],
-                vec![
-                    "% earning after a failure".into(),
-                    f1(e.pct_earning_after_failure),
-                ],
-                vec!["% earning otherwise".into(), f1(e.pct_earning_otherwise)],
-                vec![
-                    "% earning, all scored turns (baseline)".into(),
-                    f1(e.pct_earning_baseline),
-                ],
-                vec![
-                    "relative cost of one bad command (%)".into(),
-                    f1(100.0 * e.relative_cost),
-                ],
-            ],
-        ),
-        (
-            "Who played: judged sides by model".into(),
-            vec!["model", "sides", "runs", "as king", "mean score"],
-            r.by_model
-                .iter()
-                .map(|m| {
-                    vec![
-                        m.model.clone(),
-                        m.sides.to_string(),
-                        m.runs.to_string(),
-                        m.king_sides.to_string(),
-                        m.mean_score.map(f2).unwrap_or_default(),
-                    ]
-                })
-                .collect(),
-        ),
-        (
-            "Credit by tag".into(),
-            vec!["tag", "credit", "share %"],
-            r.by_tag
-                .iter()
-                .map(|t| vec![t.tag.clone(), f1(t.credit), f1(100.0 * t.share)])
-                .collect(),
-        ),
-        (
-            "Citations".into(),
-            vec!["measure", "value"],
-            vec![
-                vec![
-                    "explanations that cite an output (%)".into(),
-                    f1(100.0 * r.share_citing),
-                ],
-                vec![
-                    "yes-answers citing nothing (%)".into(),
-                    f1(100.0 * r.share_yes_uncited),
-                ],
-            ],
-        ),
-        (
-            "What `other` holds: the commonest programs, per source".into(),
-            vec![
-                "source",
-                "program",
-                "turns",
-                "% of other",
-                "other % of source",
-            ],
-            r.other_heads
-                .iter()
-                .map(|h| {
-                    vec![
-                        h.source.clone(),
-                        h.head.clone(),
-                        h.turns.to_string(),
-                        f1(100.0 * h.share_of_other),
-                        f1(100.0 * h.other_share_of_source),
-                    ]
-                })
-                .collect(),
-        ),
-    ]
-}
-
 pub fn render<W: Write>(mut w: W, r: &Report, format: ReportFormat) -> std::io::Result<()> {
     match format {
         ReportFormat::Json => writeln!(w, "{}", serde_json::to_string_pretty(r)?),
         ReportFormat::Table => {
-            for (title, header, rows) in sections(r) {
+            for (title, header, rows) in r.sections() {
                 let mut t = Table::new();
                 t.set_header(header);
                 for row in rows {
@@ -237,7 +107,7 @@ pub fn render<W: Write>(mut w: W, r: &Report, format: ReportFormat) -> std::io::
             r.reproduction.render_table(w)
         }
         ReportFormat::Markdown => {
-            for (title, header, rows) in sections(r) {
+            for (title, header, rows) in r.sections() {
                 writeln!(
                     w,
                     "## {title}\n\n| {} |\n|{}|",

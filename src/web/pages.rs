@@ -753,7 +753,8 @@ async fn validation(app: &App) -> Result<Vec<(String, String)>, WebError> {
 }
 
 /// The credit report: by command kind and turn index as SVG charts with the
-/// reference's marks, the exposure-bias figures, and the reproduction table.
+/// reference's marks, every section `turnlake stats` prints (by kind, by
+/// turn, exposure bias, ...), and the reproduction table.
 pub async fn credit(State(app): State<Arc<App>>) -> Page {
     if !app.ctx.table_exist("turn_credit")? {
         return Err(WebError::NotFound(
@@ -774,58 +775,6 @@ pub async fn credit(State(app): State<Arc<App>>) -> Page {
             base64::engine::general_purpose::STANDARD.encode(text)
         ))
     };
-    let by_kind: Vec<Vec<String>> = report
-        .by_kind
-        .iter()
-        .map(|k| {
-            vec![
-                k.cmd_kind.clone(),
-                k.turns.to_string(),
-                format!("{:.1}", 100.0 * k.share),
-                format!("{:.3}", k.mean_credit),
-                format!("{:.1}", k.pct_earning),
-            ]
-        })
-        .collect();
-    let by_turn: Vec<Vec<String>> = report
-        .by_turn
-        .iter()
-        .map(|t| {
-            vec![
-                t.t.to_string(),
-                t.turns.to_string(),
-                format!("{:.3}", t.mean_credit),
-                format!("{:.1}", t.pct_earning),
-            ]
-        })
-        .collect();
-    let e = &report.exposure;
-    let exposure = vec![
-        (
-            "own turns whose observation failed (%)",
-            format!("{:.1}", 100.0 * e.share_failed_own),
-        ),
-        (
-            "turns right after a failure (%)",
-            format!("{:.1}", 100.0 * e.share_after_failure),
-        ),
-        (
-            "earning right after a failure (%)",
-            format!("{:.1}", e.pct_earning_after_failure),
-        ),
-        (
-            "earning otherwise (%)",
-            format!("{:.1}", e.pct_earning_otherwise),
-        ),
-        (
-            "earning, all turns (%)",
-            format!("{:.1}", e.pct_earning_baseline),
-        ),
-        (
-            "relative cost of a failure",
-            format!("{:.3}", e.relative_cost),
-        ),
-    ];
     let (header, rows) = report.reproduction.rows();
     page(
         &app,
@@ -834,7 +783,7 @@ pub async fn credit(State(app): State<Arc<App>>) -> Page {
             scored_turns => report.scored_turns,
             kind_svg => svg(crate::plot::CreditPlot::ByKind)?,
             turn_svg => svg(crate::plot::CreditPlot::ByTurn)?,
-            by_kind, by_turn, exposure,
+            sections => report.sections(),
             reproduction_title => report.reproduction.title.clone(),
             reproduction_header => header,
             reproduction_rows => rows,
