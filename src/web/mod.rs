@@ -25,6 +25,8 @@ pub struct App {
     /// The credit report, counted on the first visit of its page (the
     /// session reads the lake as of one commit, so it does not change).
     credit_report: tokio::sync::OnceCell<crate::pipeline::stats::Report>,
+    /// The mix's composition report, likewise.
+    mix_report: tokio::sync::OnceCell<crate::pipeline::mix::MixReport>,
     token: String,
     templates: minijinja::Environment<'static>,
 }
@@ -35,6 +37,7 @@ impl App {
             lake,
             ctx,
             credit_report: tokio::sync::OnceCell::new(),
+            mix_report: tokio::sync::OnceCell::new(),
             token,
             templates: render::templates(),
         }

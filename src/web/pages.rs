@@ -208,14 +208,31 @@ async fn filtered(ctx: &SessionContext, f: &ListQuery) -> Result<DataFrame, WebE
         df = semi(df, rows.filter(col("mix").eq(lit(mix)))?)?;
     }
     if let Some(q) = set(&f.q) {
-        use datafusion::functions::expr_fn::{lower, strpos};
-        let hits = ctx
-            .table("turns")
-            .await?
-            .filter(strpos(lower(col("command")), lit(q.to_lowercase())).gt(lit(0)))?;
+        let hits = ctx.table("turns").await?.filter(holds(col("command"), q))?;
         df = semi(df, hits)?;
     }
     Ok(df)
+}
+
+/// `text` holds `piece`, case-insensitively: an `ILIKE '%piece%'` with the
+/// piece's own `%`, `_` and `\` escaped (Arrow scans it as a substring
+/// search, without lowering every command first).
+fn holds(text: Expr, piece: &str) -> Expr {
+    let mut pattern = String::from("%");
+    for c in piece.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            pattern.push('\\');
+        }
+        pattern.push(c);
+    }
+    pattern.push('%');
+    Expr::Like(datafusion::logical_expr::Like::new(
+        false,
+        Box::new(text),
+        Box::new(lit(pattern)),
+        Some('\\'),
+        true,
+    ))
 }
 
 /// The distinct values of `column` in trajectories, for a filter's choices.
@@ -621,7 +638,10 @@ pub async fn mix(State(app): State<Arc<App>>, Query(q): Query<MixQuery>) -> Page
             "the lake has no sft_mix yet (turnlake mix)".into(),
         ));
     }
-    let report = crate::pipeline::mix::report_of_lake(&app.ctx).await?;
+    let report = app
+        .mix_report
+        .get_or_try_init(|| crate::pipeline::mix::report_of_lake(&app.ctx))
+        .await?;
     const ROW_COLUMNS: [&str; 5] = ["row_id", "mix", "traj_id", "train_turns", "score"];
     let rows = || async { app.ctx.table("sft_mix").await };
     let chosen = match set(&q.row) {
@@ -790,4 +810,49 @@ pub async fn credit(State(app): State<Arc<App>>) -> Page {
             notes => report.reproduction.notes.clone(),
         },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::array::StringArray;
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+
+    #[tokio::test]
+    async fn text_search_is_literal_and_case_insensitive() {
+        let schema = Arc::new(Schema::new(vec![Field::new(
+            "command",
+            DataType::Utf8,
+            false,
+        )]));
+        let values = StringArray::from(vec!["a_b", "ab", "50% done", "A_B", "c:\\x"]);
+        let batch =
+            datafusion::arrow::record_batch::RecordBatch::try_new(schema, vec![Arc::new(values)])
+                .unwrap();
+        let ctx = SessionContext::new();
+        ctx.register_batch("t", batch).unwrap();
+        let found = |piece: &str| {
+            let ctx = ctx.clone();
+            let piece = piece.to_string();
+            async move {
+                let b = ctx
+                    .table("t")
+                    .await
+                    .unwrap()
+                    .filter(holds(col("command"), &piece))
+                    .unwrap()
+                    .collect()
+                    .await
+                    .unwrap();
+                strings(&b, "command")
+                    .into_iter()
+                    .flatten()
+                    .collect::<Vec<_>>()
+            }
+        };
+        assert_eq!(found("_").await, ["a_b", "A_B"]);
+        assert_eq!(found("a_B").await, ["a_b", "A_B"]);
+        assert_eq!(found("%").await, ["50% done"]);
+        assert_eq!(found("\\").await, ["c:\\x"]);
+    }
 }
