@@ -11,15 +11,17 @@ use super::TextEncoder;
 /// Label of a position that carries no loss.
 pub const IGNORE: i64 = -100;
 
-/// One tokenized row.
+/// One tokenized row. Ids as the tokenizer gives them and a flag a token:
+/// a sweep holds every row of its mixes at once (as i64 ids and labels,
+/// 16 bytes a token; these, 5).
 #[derive(Debug, Clone)]
 pub struct Tokenized {
     pub mix: String,
     /// The sample or instance the row comes from: the held-out unit.
     pub unit: String,
-    pub ids: Vec<i64>,
-    /// `ids[i]` where position i is trained on, else IGNORE.
-    pub labels: Vec<i64>,
+    pub ids: Vec<u32>,
+    /// Whether position i is trained on.
+    pub trained: Vec<bool>,
 }
 
 /// Render `row` (`{"mix", "messages": [{"role", "content", "train"}]}`)
@@ -47,8 +49,8 @@ fn tokenize_whole(
 ) -> Result<Tokenized, String> {
     let rendered = template.render_row(row)?;
     let encoded = enc.encode_with_offsets(&rendered.text)?;
-    let ids: Vec<i64> = encoded.ids.iter().map(|&i| i as i64).collect();
-    let mut labels = vec![IGNORE; ids.len()];
+    let ids = encoded.ids;
+    let mut trained = vec![false; ids.len()];
     let empty = Vec::new();
     let messages = row["messages"].as_array().unwrap_or(&empty);
     for (m, &(a, b)) in messages.iter().zip(&rendered.spans) {
@@ -63,14 +65,14 @@ fn tokenize_whole(
             .collect();
         if let (Some(&first), Some(&last)) = (inside.first(), inside.last()) {
             let end = (last + 2).min(ids.len());
-            labels[first..end].copy_from_slice(&ids[first..end]);
+            trained[first..end].fill(true);
         }
     }
     Ok(Tokenized {
         mix: row["mix"].as_str().unwrap_or("").to_string(),
         unit,
         ids,
-        labels,
+        trained,
     })
 }
 
@@ -90,27 +92,36 @@ fn tokenize_segments(
         })
         .collect();
     let rendered = template.render(enc, &list)?;
-    let ids: Vec<i64> = rendered.ids.iter().map(|&i| i as i64).collect();
-    let mut labels = vec![IGNORE; ids.len()];
+    let ids = rendered.ids;
+    let mut trained = vec![false; ids.len()];
     for (m, &(start, end)) in messages.iter().zip(&rendered.spans) {
         if m["train"].as_bool() == Some(true) {
             // The content and the token that ends the message.
             let end = (end + 1).min(ids.len());
-            labels[start..end].copy_from_slice(&ids[start..end]);
+            trained[start..end].fill(true);
         }
     }
     Ok(Tokenized {
         mix: row["mix"].as_str().unwrap_or("").to_string(),
         unit,
         ids,
-        labels,
+        trained,
     })
 }
 
 impl Tokenized {
     /// The tokens that carry the loss.
     pub fn trainable(&self) -> usize {
-        self.labels.iter().filter(|l| **l != IGNORE).count()
+        self.trained.iter().filter(|t| **t).count()
+    }
+
+    /// The ids as a trainer feeds them, and its labels: the id where the
+    /// position is trained on, else [`IGNORE`].
+    pub fn ids_and_labels(&self) -> impl Iterator<Item = (i64, i64)> + '_ {
+        self.ids.iter().zip(&self.trained).map(|(&id, &t)| {
+            let id = id as i64;
+            (id, if t { id } else { IGNORE })
+        })
     }
 }
 
@@ -137,11 +148,9 @@ mod tests {
         ]});
         let t = tokenize(&enc, &template, &row, "u".into()).unwrap();
         let trained: Vec<u32> = t
-            .ids
-            .iter()
-            .zip(&t.labels)
-            .filter(|(_, l)| **l != IGNORE)
-            .map(|(id, _)| *id as u32)
+            .ids_and_labels()
+            .filter(|(_, l)| *l != IGNORE)
+            .map(|(id, _)| id as u32)
             .collect();
         assert_eq!(
             enc.decode(&trained).unwrap(),
@@ -156,7 +165,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(own.ids, t.ids);
-        assert_eq!(own.labels, t.labels);
+        assert_eq!(own.trained, t.trained);
         assert_eq!(t.trainable(), trained.len());
     }
 }

@@ -44,8 +44,10 @@ pub fn pack<'a>(
 ) -> Vec<Window> {
     let (mut ids, mut labels) = (Vec::new(), Vec::new());
     for r in rows {
-        ids.extend_from_slice(&r.ids);
-        labels.extend_from_slice(&r.labels);
+        for (id, label) in r.ids_and_labels() {
+            ids.push(id);
+            labels.push(label);
+        }
         ids.push(separator);
         labels.push(IGNORE);
     }
@@ -70,14 +72,14 @@ mod tests {
 
     #[test]
     fn packing_keeps_labels_aligned_and_drops_untrained_windows() {
-        let row = |ids: Vec<i64>, labels: Vec<i64>| Tokenized {
+        let row = |ids: Vec<u32>, trained: Vec<bool>| Tokenized {
             mix: "m".into(),
             unit: "u".into(),
             ids,
-            labels,
+            trained,
         };
-        let a = row(vec![1, 2, 3, 4], vec![IGNORE, IGNORE, 3, 4]);
-        let b = row(vec![5, 6, 7], vec![IGNORE; 3]);
+        let a = row(vec![1, 2, 3, 4], vec![false, false, true, true]);
+        let b = row(vec![5, 6, 7], vec![false; 3]);
         let w = pack([&a, &b], 3, 0);
         // Stream: 1 2 3 4 0 5 6 7 0 -> windows [1 2 3 4], [4 0 5 6] (no label but its first: dropped).
         assert_eq!(w.len(), 1);
