@@ -67,6 +67,7 @@ where
 pub enum CreditPlot {
     ByKind,
     ByTurn,
+    Exposure,
 }
 
 impl CreditPlot {
@@ -83,6 +84,7 @@ impl CreditPlot {
         match self {
             CreditPlot::ByKind => draw_credit_by_kind(report, root),
             CreditPlot::ByTurn => draw_credit_by_turn(report, root),
+            CreditPlot::Exposure => draw_exposure(report, root),
         }
     }
 
@@ -102,73 +104,71 @@ impl CreditPlot {
     }
 }
 
-/// Mean credit by command kind, bars labelled with % earning; the
-/// reference's figure is a black mark across the bars it publishes.
-fn draw_credit_by_kind<DB: DrawingBackend>(
-    report: &Report,
+/// One bar of a bar chart: its label, height, the note above it, and the
+/// reference's figure where it publishes one.
+struct Bar {
+    label: String,
+    value: f64,
+    note: String,
+    reference: Option<f64>,
+}
+
+/// Bars with their notes; the reference's figure is a black mark across the
+/// bars it publishes.
+fn draw_bars<DB: DrawingBackend>(
     root: &DrawingArea<DB, plotters::coord::Shift>,
+    (caption, y_desc): (&str, &str),
+    bars: &[Bar],
+    reference_text: &dyn Fn(f64) -> String,
 ) -> PlotResult
 where
     DB::ErrorType: 'static,
 {
-    let kinds = &report.by_kind;
-    let max = kinds
+    let max = bars
         .iter()
-        .map(|k| {
-            k.mean_credit
-                .max(reference_kind_credit(&k.cmd_kind).unwrap_or(0.0))
-        })
+        .map(|b| b.value.max(b.reference.unwrap_or(0.0)))
         .fold(0.0f64, f64::max)
         .max(0.1)
         * 1.15;
     let mut chart = ChartBuilder::on(root)
-        .caption(
-            "Mean judge credit per turn, by command kind",
-            ("sans-serif", 22),
-        )
+        .caption(caption, ("sans-serif", 22))
         .margin(16)
         .x_label_area_size(40)
         .y_label_area_size(60)
-        .build_cartesian_2d(
-            (0..kinds.len().saturating_sub(1)).into_segmented(),
-            0.0..max,
-        )?;
+        .build_cartesian_2d((0..bars.len().saturating_sub(1)).into_segmented(), 0.0..max)?;
     chart
         .configure_mesh()
         .disable_x_mesh()
-        .y_desc("mean credit")
-        .x_labels(kinds.len())
+        .y_desc(y_desc)
+        .x_labels(bars.len())
         .x_label_formatter(&|v| match v {
-            SegmentValue::CenterOf(i) => kinds
-                .get(*i)
-                .map(|k| k.cmd_kind.clone())
-                .unwrap_or_default(),
+            SegmentValue::CenterOf(i) => bars.get(*i).map(|b| b.label.clone()).unwrap_or_default(),
             _ => String::new(),
         })
         .label_style(("sans-serif", 14))
         .draw()?;
-    chart.draw_series(kinds.iter().enumerate().map(|(i, k)| {
+    chart.draw_series(bars.iter().enumerate().map(|(i, b)| {
         let mut bar = Rectangle::new(
             [
                 (SegmentValue::Exact(i), 0.0),
-                (SegmentValue::Exact(i + 1), k.mean_credit),
+                (SegmentValue::Exact(i + 1), b.value),
             ],
             BLUE.mix(0.6).filled(),
         );
         bar.set_margin(0, 0, 8, 8);
         bar
     }))?;
-    chart.draw_series(kinds.iter().enumerate().map(|(i, k)| {
+    chart.draw_series(bars.iter().enumerate().map(|(i, b)| {
         Text::new(
-            format!("{:.0}% earn", k.pct_earning),
-            (SegmentValue::CenterOf(i), k.mean_credit + max * 0.02),
+            b.note.clone(),
+            (SegmentValue::CenterOf(i), b.value + max * 0.02),
             ("sans-serif", 13),
         )
     }))?;
-    let marks: Vec<(usize, f64)> = kinds
+    let marks: Vec<(usize, f64)> = bars
         .iter()
         .enumerate()
-        .filter_map(|(i, k)| reference_kind_credit(&k.cmd_kind).map(|r| (i, r)))
+        .filter_map(|(i, b)| b.reference.map(|r| (i, r)))
         .collect();
     chart
         .draw_series(marks.iter().map(|(i, r)| {
@@ -184,12 +184,75 @@ where
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.stroke_width(3)));
     chart.draw_series(marks.iter().map(|(i, r)| {
         Text::new(
-            format!("ref {r:.3}"),
+            reference_text(*r),
             (SegmentValue::Exact(*i), r - max * 0.05),
             ("sans-serif", 12),
         )
     }))?;
     finish(&mut chart, root)
+}
+
+/// Mean credit by command kind, bars labelled with % earning.
+fn draw_credit_by_kind<DB: DrawingBackend>(
+    report: &Report,
+    root: &DrawingArea<DB, plotters::coord::Shift>,
+) -> PlotResult
+where
+    DB::ErrorType: 'static,
+{
+    let bars: Vec<Bar> = report
+        .by_kind
+        .iter()
+        .map(|k| Bar {
+            label: k.cmd_kind.clone(),
+            value: k.mean_credit,
+            note: format!("{:.0}% earn", k.pct_earning),
+            reference: reference_kind_credit(&k.cmd_kind),
+        })
+        .collect();
+    draw_bars(
+        root,
+        ("Mean judge credit per turn, by command kind", "mean credit"),
+        &bars,
+        &|r| format!("ref {r:.3}"),
+    )
+}
+
+/// Exposure bias: how often a turn earns credit right after a failed
+/// observation, otherwise, and over all scored turns.
+fn draw_exposure<DB: DrawingBackend>(
+    report: &Report,
+    root: &DrawingArea<DB, plotters::coord::Shift>,
+) -> PlotResult
+where
+    DB::ErrorType: 'static,
+{
+    let e = &report.exposure;
+    let bar = |label: &str, value: f64, reference: Option<f64>| Bar {
+        label: label.into(),
+        value,
+        note: format!("{value:.1}%"),
+        reference,
+    };
+    let bars = [
+        bar(
+            "after a failure",
+            e.pct_earning_after_failure,
+            reference("stats.earning_after_failure"),
+        ),
+        bar("otherwise", e.pct_earning_otherwise, None),
+        bar(
+            "all scored turns",
+            e.pct_earning_baseline,
+            reference("stats.earning_all"),
+        ),
+    ];
+    draw_bars(
+        root,
+        ("Exposure bias: % of turns earning credit", "% earning"),
+        &bars,
+        &|r| format!("ref {r:.1}%"),
+    )
 }
 
 /// Mean credit and % earning by turn index.

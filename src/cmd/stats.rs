@@ -21,7 +21,7 @@ pub enum ReportFormat {
 pub struct StatsArgs {
     #[arg(long, value_enum, default_value = "table")]
     pub format: ReportFormat,
-    /// Write credit_by_kind.png and credit_by_turn.png here.
+    /// Write credit_by_kind.png, credit_by_turn.png and exposure_bias.png here.
     #[arg(long)]
     pub plots: Option<PathBuf>,
     /// A synthetic corpus's truth.json: its planted figures get a column of their own.
@@ -147,6 +147,15 @@ pub fn write_plots(r: &Report, dir: &std::path::Path) -> anyhow::Result<()> {
     crate::plot::CreditPlot::ByTurn
         .png(r, &turn)
         .map_err(|e| anyhow::anyhow!("plotting {}: {e}", turn.display()))?;
-    eprintln!("plots: {} and {}", kind.display(), turn.display());
+    let exposure = dir.join("exposure_bias.png");
+    crate::plot::CreditPlot::Exposure
+        .png(r, &exposure)
+        .map_err(|e| anyhow::anyhow!("plotting {}: {e}", exposure.display()))?;
+    eprintln!(
+        "plots: {}, {} and {}",
+        kind.display(),
+        turn.display(),
+        exposure.display()
+    );
     Ok(())
 }

@@ -803,6 +803,7 @@ pub async fn credit(State(app): State<Arc<App>>) -> Page {
             scored_turns => report.scored_turns,
             kind_svg => svg(crate::plot::CreditPlot::ByKind)?,
             turn_svg => svg(crate::plot::CreditPlot::ByTurn)?,
+            exposure_svg => svg(crate::plot::CreditPlot::Exposure)?,
             sections => report.sections(),
             reproduction_title => report.reproduction.title.clone(),
             reproduction_header => header,

@@ -211,7 +211,11 @@ fn stats_recover_the_planted_credit_on_a_synthetic_corpus() {
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let report: Value = serde_json::from_str(&stdout(&o)).unwrap();
-    for png in ["credit_by_kind.png", "credit_by_turn.png"] {
+    for png in [
+        "credit_by_kind.png",
+        "credit_by_turn.png",
+        "exposure_bias.png",
+    ] {
         assert!(
             std::fs::read(plots.join(png))
                 .unwrap()

@@ -4,8 +4,8 @@
 //! The modules of a heavy sink (cluster, scorer, train) build with its
 //! feature; `sinks` checks what a build without them says.
 
-#[cfg(feature = "cluster")]
 mod browser;
+#[cfg(feature = "cluster")]
 mod cluster;
 mod common;
 mod credit;

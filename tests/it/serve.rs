@@ -301,5 +301,6 @@ fn the_sql_page_answers_as_turnlake_sql_does_and_cannot_write_or_reach_files() {
     assert_eq!(status, 200, "{page}");
     let page = unescape(&page);
     assert!(page.contains("id=\"credit_by_kind\" alt=\"mean credit by command kind\" src=\"data:image/svg+xml;base64,"));
+    assert!(page.contains("id=\"exposure_bias\" alt=\"exposure bias"));
     assert!(page.contains("id=\"reproduction\""));
 }
