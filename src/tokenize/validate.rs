@@ -469,6 +469,27 @@ mod tests {
         json!({"row_id": "r1", "mix": "credit", "messages": messages, "train_meta": meta})
     }
 
+    fn shipped() -> HfEncoder {
+        HfEncoder::from_bytes(DEFAULT_TOKENIZER).unwrap()
+    }
+
+    /// `rows` validated with turnlake's `template` under `mode`, at `limit` tokens a row.
+    fn check(
+        enc: &HfEncoder,
+        template: &ChatTemplate,
+        rows: &[Value],
+        (limit, mode): (usize, Mode),
+    ) -> ValidationReport {
+        validate(
+            enc,
+            &Template::Toml(template.clone()),
+            rows,
+            limit,
+            mode,
+            &|| {},
+        )
+    }
+
     const TRICKY: &[&str] = &[
         "THOUGHT: unicode — naïve café, 你好, emoji 🚀\n\n```bash\ncat -n x.py\n```",
         "CRLF line\r\nand tabs\t\there\r\n",
@@ -481,7 +502,7 @@ mod tests {
 
     #[test]
     fn tricky_content_round_trips_with_the_shipped_tokenizer() {
-        let enc = HfEncoder::from_bytes(DEFAULT_TOKENIZER).unwrap();
+        let enc = shipped();
         let template = ChatTemplate::chatml();
         for content in TRICKY {
             let r = row(&[
@@ -489,14 +510,7 @@ mod tests {
                 ("user", "task", false),
                 ("assistant", content, true),
             ]);
-            let report = validate(
-                &enc,
-                &Template::Toml(template.clone()),
-                &[r],
-                32768,
-                Mode::Segments,
-                &|| {},
-            );
+            let report = check(&enc, &template, &[r], (32768, Mode::Segments));
             assert_eq!(report.failures, vec![], "{content:?}");
             assert_eq!(report.passed_turns, 1);
             // Special-token-like text stays text: the only special ids are the template's.
@@ -520,7 +534,7 @@ mod tests {
 
     #[test]
     fn spans_are_exactly_the_content_tokens() {
-        let enc = HfEncoder::from_bytes(DEFAULT_TOKENIZER).unwrap();
+        let enc = shipped();
         let rendered = ChatTemplate::chatml()
             .render(
                 &enc,
@@ -547,7 +561,7 @@ mod tests {
 
     #[test]
     fn a_wrong_template_is_caught_with_row_and_turn() {
-        let enc = HfEncoder::from_bytes(DEFAULT_TOKENIZER).unwrap();
+        let enc = shipped();
         let mut template = ChatTemplate::chatml();
         template.trim_content = true;
         let r = row(&[
@@ -556,14 +570,7 @@ mod tests {
             ("user", "ok", false),
             ("assistant", "pwd", true),
         ]);
-        let report = validate(
-            &enc,
-            &Template::Toml(template.clone()),
-            &[r],
-            32768,
-            Mode::Segments,
-            &|| {},
-        );
+        let report = check(&enc, &template, &[r], (32768, Mode::Segments));
         assert_eq!(report.train_turns, 2);
         assert_eq!(report.passed_turns, 1);
         assert_eq!(report.failures.len(), 1);
@@ -584,7 +591,7 @@ mod tests {
 
     #[test]
     fn whole_mode_passes_plain_rows_and_lists_special_text() {
-        let enc = HfEncoder::from_bytes(DEFAULT_TOKENIZER).unwrap();
+        let enc = shipped();
         let template = ChatTemplate::chatml();
         for content in TRICKY {
             let r = row(&[
@@ -592,14 +599,7 @@ mod tests {
                 ("user", "task", false),
                 ("assistant", content, true),
             ]);
-            let report = validate(
-                &enc,
-                &Template::Toml(template.clone()),
-                &[r],
-                32768,
-                Mode::Whole,
-                &|| {},
-            );
+            let report = check(&enc, &template, &[r], (32768, Mode::Whole));
             assert_eq!(report.failures, vec![], "{content:?}");
             let special = CHATML_SPECIALS.iter().any(|s| content.contains(s));
             assert_eq!(
@@ -612,7 +612,7 @@ mod tests {
 
     #[test]
     fn a_merge_across_the_turn_boundary_is_caught_in_whole_mode_only() {
-        let enc = HfEncoder::from_bytes(DEFAULT_TOKENIZER).unwrap();
+        let enc = shipped();
         // A template with no special token right after the content: its next
         // letters join the content's last letter in one pre-token, and a word the
         // vocabulary holds whole becomes one token spanning both.
@@ -625,13 +625,11 @@ mod tests {
         template.message_end = format!("{tail}<|im_end|>\n");
         let content = format!("THOUGHT: list\n\n```bash\nls\n```\n{head}");
         let r = row(&[("user", "task", false), ("assistant", &content, true)]);
-        let whole = validate(
+        let whole = check(
             &enc,
-            &Template::Toml(template.clone()),
+            &template,
             std::slice::from_ref(&r),
-            32768,
-            Mode::Whole,
-            &|| {},
+            (32768, Mode::Whole),
         );
         assert_eq!(whole.boundary_merges, 1, "{:?}", whole.failures);
         let f = &whole.failures[0];
@@ -641,20 +639,13 @@ mod tests {
             "{}",
             f.reason
         );
-        let segments = validate(
-            &enc,
-            &Template::Toml(template.clone()),
-            &[r],
-            32768,
-            Mode::Segments,
-            &|| {},
-        );
+        let segments = check(&enc, &template, &[r], (32768, Mode::Segments));
         assert_eq!(segments.failures, vec![]);
     }
 
     #[test]
     fn lengths_per_mix_and_the_limit() {
-        let enc = HfEncoder::from_bytes(DEFAULT_TOKENIZER).unwrap();
+        let enc = shipped();
         let rows: Vec<Value> = (1..=20)
             .map(|n| {
                 let mut r = row(&[("assistant", &"word ".repeat(n * 10), true)]);
@@ -662,14 +653,7 @@ mod tests {
                 r
             })
             .collect();
-        let report = validate(
-            &enc,
-            &Template::Toml(ChatTemplate::chatml()),
-            &rows,
-            60,
-            Mode::Whole,
-            &|| {},
-        );
+        let report = check(&enc, &ChatTemplate::chatml(), &rows, (60, Mode::Whole));
         let l = &report.lengths[0];
         assert_eq!(l.rows, 20);
         assert!(l.median < l.p95 && l.p95 <= l.max, "{l:?}");
@@ -679,7 +663,7 @@ mod tests {
 
     #[test]
     fn a_tally_fed_in_chunks_reports_as_one_fed_whole() {
-        let enc = HfEncoder::from_bytes(DEFAULT_TOKENIZER).unwrap();
+        let enc = shipped();
         let template = ChatTemplate::chatml();
         let rows: Vec<Value> = (1..=12)
             .map(|n| {
@@ -689,14 +673,7 @@ mod tests {
                 r
             })
             .collect();
-        let whole = validate(
-            &enc,
-            &Template::Toml(template.clone()),
-            &rows,
-            40,
-            Mode::Whole,
-            &|| {},
-        );
+        let whole = check(&enc, &template, &rows, (40, Mode::Whole));
         let mut tally = Tally::new(40, Mode::Whole);
         for chunk in rows.chunks(5) {
             tally.add(check_rows(
