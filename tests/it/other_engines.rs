@@ -73,13 +73,12 @@ fn polars_deltalake_and_duckdb_read_the_commit_turnlake_reads() {
         std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
     ))
     .unwrap();
-    let python = tools_dir().join("py/bin/python");
-    let o = std::process::Command::new(&python)
+    let o = venv()
         .arg(&script)
         .env("PATH", path)
         .env("TURNLAKE_LAKE", &lake)
         .output()
-        .unwrap_or_else(|e| panic!("{}: {e} (run ./setup.sh)", python.display()));
+        .unwrap();
     let out = stdout(&ok(o));
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines[0], format!("{committed} {committed} {committed}"));

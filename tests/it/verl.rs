@@ -372,13 +372,7 @@ print("ok")
         n = trajectories,
         positive = summary["r_turn_positive"].as_u64().unwrap(),
     );
-    let python = tools_dir().join("py/bin/python");
-    assert!(
-        python.exists(),
-        "{} is missing: run ./setup.sh",
-        python.display()
-    );
-    let o = std::process::Command::new(python)
+    let o = venv()
         .args(["-c", &check, &first.to_string()])
         .output()
         .unwrap();
