@@ -369,8 +369,6 @@ impl Buffer {
         self.trajectories.len() >= self.flush_at || self.message_bytes >= FLUSH_BYTES
     }
 
-    /// Write the buffered rows, then make them visible in one lake commit: a
-    /// crash in between leaves none of them, and a rerun writes them again.
     fn holds_rows(&self) -> bool {
         !(self.evals.is_empty()
             && self.trajectories.is_empty()
@@ -379,11 +377,10 @@ impl Buffer {
             && self.rejects.is_empty())
     }
 
-    async fn flush(&mut self, lake: &Lake, writer: &mut Writer) -> Result<(), LakeError> {
-        if !self.holds_rows() {
-            return Ok(());
-        }
-        let b = std::mem::replace(self, Buffer::new());
+    /// Write the rows, then make them visible in one lake commit: a crash in
+    /// between leaves none of them, and a rerun writes them again.
+    async fn write(self, lake: &Lake, writer: &mut Writer) -> Result<(), LakeError> {
+        let b = self;
         if !b.evals.is_empty() {
             lake.append("evals", vec![rows::evals_batch(&b.evals)?])
                 .await?;
@@ -413,6 +410,66 @@ impl Buffer {
         }
         writer.commit().await?;
         Ok(())
+    }
+}
+
+/// The lake writes of one ingest. A full buffer is written by a task of its
+/// own while the reader fills the next one, so parsing and Parquet encoding
+/// run at once instead of in turn; writes keep their order, one at a time.
+struct Flusher {
+    lake: Lake,
+    writer: Option<Writer>,
+    in_flight: Option<tokio::task::JoinHandle<(Writer, Result<(), LakeError>)>>,
+}
+
+impl Flusher {
+    fn new(lake: &Lake, writer: Writer) -> Flusher {
+        Flusher {
+            lake: lake.clone(),
+            writer: Some(writer),
+            in_flight: None,
+        }
+    }
+
+    /// Start writing what `buf` holds (once the write before it has ended),
+    /// leaving `buf` empty.
+    async fn start(&mut self, buf: &mut Buffer) -> Result<(), PipelineError> {
+        if !buf.holds_rows() {
+            return Ok(());
+        }
+        self.wait().await?;
+        let rows = std::mem::replace(buf, Buffer::new());
+        let mut writer = self.writer.take().expect("no write in flight");
+        let lake = self.lake.clone();
+        self.in_flight = Some(tokio::spawn(async move {
+            let written = rows.write(&lake, &mut writer).await;
+            (writer, written)
+        }));
+        Ok(())
+    }
+
+    /// The lake writer, once every write started has ended.
+    async fn wait(&mut self) -> Result<&mut Writer, PipelineError> {
+        if let Some(task) = self.in_flight.take() {
+            let (writer, written) = task
+                .await
+                .map_err(|e| PipelineError::Reader(format!("a lake write {}", panic_message(e))))?;
+            self.writer = Some(writer);
+            written?;
+        }
+        Ok(self.writer.as_mut().expect("no write in flight"))
+    }
+
+    /// The lake writer, taken back once every write started has ended.
+    async fn into_writer(mut self) -> Result<Writer, PipelineError> {
+        self.wait().await?;
+        Ok(self.writer.take().expect("no write in flight"))
+    }
+
+    /// Write what `buf` holds and wait until every write has ended.
+    async fn flush(&mut self, buf: &mut Buffer) -> Result<&mut Writer, PipelineError> {
+        self.start(buf).await?;
+        self.wait().await
     }
 }
 
@@ -500,7 +557,7 @@ pub async fn ingest(
             .await
             .map_err(|e| PipelineError::Reader(panic_message(e)))??
     };
-    let mut writer = lake
+    let writer = lake
         .begin(
             &format!("ingest {}", kind.name()),
             serde_json::json!({"paths": paths, "kind": kind.name(), "verify": kind.verifies()}),
@@ -520,6 +577,7 @@ pub async fn ingest(
         skipped,
         ..Default::default()
     };
+    let mut flusher = Flusher::new(lake, writer);
     let mut buf = Buffer::new();
     let mut pending_evals: HashMap<String, Vec<EvalRow>> = HashMap::new();
     while let Some(record) = rx.recv().await {
@@ -539,7 +597,7 @@ pub async fn ingest(
                         let new_id = t.trajectory.traj_id.clone();
                         let before = known.mswea_files.insert(file.clone(), vec![new_id]);
                         if let Some(old) = before.filter(|ids| !ids.is_empty()) {
-                            buf.flush(lake, &mut writer).await?;
+                            let writer = flusher.flush(&mut buf).await?;
                             delete_trajectories(lake, &old).await?;
                             writer.commit().await?;
                             report.replaced += old.len() as u64;
@@ -584,7 +642,7 @@ pub async fn ingest(
                 report.unchanged += n;
             }
             Record::ReplaceRun(id) => {
-                buf.flush(lake, &mut writer).await?;
+                let writer = flusher.flush(&mut buf).await?;
                 delete_run(lake, &id).await?;
                 writer.commit().await?;
                 known.trajectories.forget_run(&id);
@@ -607,7 +665,7 @@ pub async fn ingest(
             Record::Note(n) => report.notes.push(n),
         }
         if buf.full() {
-            buf.flush(lake, &mut writer).await?;
+            flusher.start(&mut buf).await?;
         }
     }
     // A reader that stopped on an error (an input that could not be read)
@@ -617,18 +675,18 @@ pub async fn ingest(
         Err(e) => Err(PipelineError::Reader(panic_message(e))),
     };
     if let Err(e) = read {
-        writer.release().await?;
+        flusher.into_writer().await?.release().await?;
         return Err(e);
     }
     // The input files are recorded as read in the commit that completes them.
     let wrote_any = buf.holds_rows() || report.written > 0 || report.rejected > 0;
-    writer.add_inputs(inputs);
+    flusher.wait().await?.add_inputs(inputs);
     if buf.holds_rows() {
-        buf.flush(lake, &mut writer).await?;
+        flusher.start(&mut buf).await?;
     } else if wrote_any {
-        writer.commit().await?;
+        flusher.wait().await?.commit().await?;
     }
-    writer.release().await?;
+    flusher.into_writer().await?.release().await?;
     Ok(report)
 }
 
