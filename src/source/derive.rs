@@ -123,7 +123,7 @@ fn exit_status_after(raw: &RawTrajectory, idx: usize) -> Option<&str> {
 /// `derive`, with a panic in a turn rule turned into a field error that names
 /// the rule's message, so one odd record becomes a reject instead of ending
 /// the whole ingest; a trajectory over the message limit is refused.
-pub fn derive_checked(raw: &RawTrajectory) -> FieldResult<TrajectoryRows> {
+pub fn derive_checked(raw: RawTrajectory) -> FieldResult<TrajectoryRows> {
     let most = crate::limits::get().messages;
     if raw.messages.len() > most {
         return Err(FieldError::new(
@@ -134,7 +134,7 @@ pub fn derive_checked(raw: &RawTrajectory) -> FieldResult<TrajectoryRows> {
             ),
         ));
     }
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| derive(raw))).map_err(|payload| {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || derive(raw))).map_err(|payload| {
         let msg = payload
             .downcast_ref::<&str>()
             .map(|s| s.to_string())
@@ -147,16 +147,12 @@ pub fn derive_checked(raw: &RawTrajectory) -> FieldResult<TrajectoryRows> {
     })
 }
 
-pub fn derive(raw: &RawTrajectory) -> TrajectoryRows {
+pub fn derive(raw: RawTrajectory) -> TrajectoryRows {
     let traj_sha = messages_sha(&raw.messages);
-    let first_own = raw
-        .messages
-        .iter()
-        .position(|m| m.score_target || m.environment_observation);
-    let mut messages = Vec::with_capacity(raw.messages.len());
+    let mut content_shas = Vec::with_capacity(raw.messages.len());
     let mut chain = Sha256::new();
     let mut turn_shas = Vec::new();
-    for (idx, m) in raw.messages.iter().enumerate() {
+    for m in &raw.messages {
         let content_sha = sha256_hex(m.content.as_bytes());
         // A recovered response keys its turn like any other but stays out of
         // the chain: the turns after it keep the key of the messages sent.
@@ -172,23 +168,7 @@ pub fn derive(raw: &RawTrajectory) -> TrajectoryRows {
             let turn_sha = hex::encode(turn_chain.finalize());
             turn_shas.push(turn_sha[..STORED_SHA_HEX].to_string());
         }
-        messages.push(MessageRow {
-            traj_id: raw.traj_id.clone(),
-            source: raw.source.to_string(),
-            idx: idx as i32,
-            role: m.role.clone(),
-            content: m.content.clone(),
-            reasoning_content: m.reasoning_content.clone(),
-            tool_calls: m.tool_calls.clone(),
-            score_target: m.score_target,
-            environment_observation: m.environment_observation,
-            is_context: first_own.is_some_and(|f| idx < f),
-            content_sha: content_sha[..STORED_SHA_HEX].to_string(),
-            tool_call_id: m.tool_call_id.clone(),
-            recovered: m.recovered.then_some(true),
-            fields_sha: Some(m.fields_sha()),
-            extra: m.extra.clone(),
-        });
+        content_shas.push(content_sha[..STORED_SHA_HEX].to_string());
     }
 
     // The first observation: the first user/tool message that answers an assistant.
@@ -233,7 +213,7 @@ pub fn derive(raw: &RawTrajectory) -> TrajectoryRows {
             submit_signal(
                 command.as_deref(),
                 next.map(|n| n.content.as_str()),
-                exit_status_after(raw, idx),
+                exit_status_after(&raw, idx),
                 marker,
             )
         };
@@ -320,14 +300,43 @@ pub fn derive(raw: &RawTrajectory) -> TrajectoryRows {
     } else {
         turns.len() as i32
     };
+    let first_own = raw
+        .messages
+        .iter()
+        .position(|m| m.score_target || m.environment_observation);
+    let source = raw.source.to_string();
+    // The recorded text moves into the rows: it is the bulk of an ingest's bytes.
+    let messages = raw
+        .messages
+        .into_iter()
+        .zip(content_shas)
+        .enumerate()
+        .map(|(idx, (m, content_sha))| MessageRow {
+            fields_sha: Some(m.fields_sha()),
+            traj_id: raw.traj_id.clone(),
+            source: source.clone(),
+            idx: idx as i32,
+            role: m.role,
+            content: m.content,
+            reasoning_content: m.reasoning_content,
+            tool_calls: m.tool_calls,
+            score_target: m.score_target,
+            environment_observation: m.environment_observation,
+            is_context: first_own.is_some_and(|f| idx < f),
+            content_sha,
+            tool_call_id: m.tool_call_id,
+            recovered: m.recovered.then_some(true),
+            extra: m.extra,
+        })
+        .collect();
     let trajectory = TrajectoryRow {
-        traj_id: raw.traj_id.clone(),
-        source: raw.source.to_string(),
-        eval_run_id: raw.eval_run_id.clone(),
-        sample_id: raw.sample_id.clone(),
-        side: raw.side.clone(),
-        model: raw.model.clone(),
-        instance_id: raw.instance_id.clone(),
+        traj_id: raw.traj_id,
+        source,
+        eval_run_id: raw.eval_run_id,
+        sample_id: raw.sample_id,
+        side: raw.side,
+        model: raw.model,
+        instance_id: raw.instance_id,
         score: raw.score,
         verified: raw.verified,
         judged: raw.judged,
@@ -337,14 +346,14 @@ pub fn derive(raw: &RawTrajectory) -> TrajectoryRows {
         dup_cmd_ratio: metrics.dup_cmd_ratio,
         max_cmd_run: metrics.max_cmd_run as i32,
         looped: raw.judge_looped || metrics.validator_looped(),
-        exit_status: raw.exit_status.clone(),
-        submit_marker: raw.submit_marker.clone(),
-        error: raw.error.clone(),
+        exit_status: raw.exit_status,
+        submit_marker: raw.submit_marker,
+        error: raw.error,
         traj_sha,
-        input_file: raw.input_file.clone(),
+        input_file: raw.input_file,
         input_row: raw.input_row,
-        tools: raw.tools.clone(),
-        prompt_text: raw.prompt_text.clone(),
+        tools: raw.tools,
+        prompt_text: raw.prompt_text,
     };
     TrajectoryRows {
         trajectory,
@@ -409,7 +418,7 @@ mod tests {
             msg("user", "<returncode>0</returncode>\n<output>\n</output>"),
             msg("assistant", "done\n\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git diff\n```"),
         ];
-        let rows = derive(&raw);
+        let rows = derive(raw);
         assert_eq!(rows.messages.len(), 9);
         let t = &rows.turns;
         assert_eq!(t.len(), 4);
@@ -470,7 +479,7 @@ mod tests {
             cmd("git diff --cached"),
             msg("exit", ""),
         ];
-        let t = derive(&raw).turns;
+        let t = derive(raw.clone()).turns;
         let run: Vec<_> = t
             .iter()
             .map(|t| (t.repeats_prev, t.after_repeat_run))
@@ -492,7 +501,7 @@ mod tests {
         );
         assert!(t[3].is_submit && t[3].cmd_kind == "submit" && t[4].cmd_kind == "submit");
         raw.exit_status = Some("LimitsExceeded".into());
-        assert!(!derive(&raw).turns[4].is_submit);
+        assert!(!derive(raw).turns[4].is_submit);
     }
 
     #[test]
@@ -521,7 +530,7 @@ mod tests {
             ),
             own("assistant", "```bash\ncat -n a\n```", true, false),
         ];
-        let rows = derive(&raw);
+        let rows = derive(raw);
         let c: Vec<_> = rows.turns.iter().map(|t| t.candidate_n).collect();
         assert_eq!(c, vec![None, Some(1), Some(2)]);
         assert_eq!(rows.trajectory.n_scored, 2);

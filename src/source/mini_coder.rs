@@ -43,7 +43,7 @@ pub fn read_file(
             .map(|(line, raw)| {
                 parse_record(raw)
                     .and_then(|v| from_json(&v, path, *line))
-                    .and_then(|t| derive_checked(&t))
+                    .and_then(derive_checked)
             })
             .collect();
         for ((line, raw), d) in chunk.drain(..).zip(derived) {
@@ -126,7 +126,7 @@ fn read_parquet(
                 let derived = parsed.and_then(|r| {
                     let instance = r.instance_id.clone().unwrap_or_default();
                     r.into_trajectory(path, line)
-                        .and_then(|t| derive_checked(&t).map_err(|e| (e, instance)))
+                        .and_then(|t| derive_checked(t).map_err(|e| (e, instance)))
                 });
                 (line, derived)
             })

@@ -39,7 +39,7 @@ pub fn read_file(file: &Entry, emit: &mut dyn FnMut(Record)) -> std::io::Result<
     match parse_record(&bytes)
         .and_then(|v| trajectory(&v, path))
         .map(|raw| with_recorded_extras(raw, &bytes))
-        .and_then(|raw| derive_checked(&raw))
+        .and_then(derive_checked)
     {
         Ok(rows) => emit(Record::Unit(Unit {
             trajectories: vec![rows],

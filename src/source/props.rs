@@ -245,7 +245,7 @@ proptest! {
             raw.messages.push(RawMessage { role: "assistant".into(), content: format!("```bash\n{cmd}\n```"), ..Default::default() });
             raw.messages.push(RawMessage { role: "user".into(), content: t.clone(), ..Default::default() });
         }
-        let rows = derive(&raw);
+        let rows = derive(raw);
         prop_assert_eq!(rows.turns.len(), texts.len());
         prop_assert!(rows.turns.iter().all(|t| t.obs_failed.is_some()));
     }

@@ -367,7 +367,7 @@ fn read_samples(
         )
         .and_then(|sides| {
             sides
-                .iter()
+                .into_iter()
                 .map(derive_checked)
                 .collect::<FieldResult<Vec<_>>>()
         });
