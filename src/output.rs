@@ -175,15 +175,25 @@ pub struct Written {
 /// smaller groups made the lake larger and scans slower (bench/README.md).
 pub const ROW_GROUP_BYTES: usize = 4 << 20;
 
-/// Columns of digests, one distinct value a row: a dictionary only costs
-/// time there, and hex digits written back to back (lengths apart) let zstd
-/// code each in about 4 bits.
-const DIGEST_COLUMNS: [&str; 3] = ["content_sha", "turn_sha", "traj_sha"];
+/// Columns whose values are nearly all distinct: digests, transcripts,
+/// commands. A dictionary there only costs time (it fills and is dropped
+/// in every row group), and values written back to back, their lengths
+/// apart, compress better: hex digits in about 4 bits each.
+/// (A list's values are `item` as Arrow names them, `element` as Parquet does.)
+const DISTINCT_VALUE_COLUMNS: [&[&str]; 7] = [
+    &["content_sha"],
+    &["turn_sha"],
+    &["traj_sha"],
+    &["content"],
+    &["command"],
+    &["commands", "list", "item"],
+    &["commands", "list", "element"],
+];
 
 /// How turnlake writes Parquet, the lake's files and `sql --out` alike: zstd
 /// (transcripts compress several times over, far better than the default
 /// snappy) with dictionaries for the many repeated values (sources, kinds,
-/// ids within a file), except in digest columns; in row groups of at most
+/// ids within a file), except where values are distinct; in row groups of at most
 /// [`ROW_GROUP_BYTES`].
 pub fn parquet_properties() -> parquet::file::properties::WriterProperties {
     use parquet::schema::types::ColumnPath;
@@ -193,8 +203,8 @@ pub fn parquet_properties() -> parquet::file::properties::WriterProperties {
         ))
         .set_dictionary_enabled(true)
         .set_max_row_group_bytes(Some(ROW_GROUP_BYTES));
-    for name in DIGEST_COLUMNS {
-        let column = ColumnPath::from(name);
+    for path in DISTINCT_VALUE_COLUMNS {
+        let column = ColumnPath::new(path.iter().map(|p| p.to_string()).collect());
         builder = builder
             .set_column_dictionary_enabled(column.clone(), false)
             .set_column_encoding(column, parquet::basic::Encoding::DELTA_LENGTH_BYTE_ARRAY);
