@@ -25,9 +25,17 @@ use super::Encoded;
 const GPT2_PATTERN: &str =
     r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
 
+/// How a byte-level BPE tokenizer splits text before its merges.
+enum Split {
+    /// GPT-2's pattern, matched by hand (`gpt2_split`).
+    Gpt2,
+    /// Another pattern (Qwen's, say): its matches and the text between them.
+    Regex(Regex),
+}
+
 /// The pre-tokenization of a byte-level BPE tokenizer.
 pub struct ByteLevelBpe {
-    split: Regex,
+    split: Split,
     /// Each byte as its byte-level character, UTF-8 encoded.
     byte_chars: Vec<String>,
 }
@@ -104,8 +112,13 @@ impl ByteLevelBpe {
                 _ => return None,
             }
         };
+        let split = if pattern == GPT2_PATTERN {
+            Split::Gpt2
+        } else {
+            Split::Regex(Regex::new(&pattern).ok()?)
+        };
         Some(ByteLevelBpe {
-            split: Regex::new(&pattern).ok()?,
+            split,
             byte_chars: byte_chars(),
         })
     }
@@ -115,8 +128,19 @@ impl ByteLevelBpe {
     /// backtracking limit), which `tokenizers` handles its own way.
     pub fn encode(&self, bpe: &BPE, text: &str) -> Option<Result<Encoded, String>> {
         let mut out = Encoded::default();
+        let regex = match &self.split {
+            Split::Gpt2 => {
+                for (start, end) in super::gpt2_split::pieces(text) {
+                    if let Err(e) = self.encode_pretoken(bpe, text, start, end, &mut out) {
+                        return Some(Err(e));
+                    }
+                }
+                return Some(Ok(out));
+            }
+            Split::Regex(regex) => regex,
+        };
         let mut at = 0;
-        for m in self.split.find_iter(text) {
+        for m in regex.find_iter(text) {
             let m = m.ok()?;
             // `Isolated`: the text between two matches is a pre-token too.
             if let Err(e) = self.encode_pretoken(bpe, text, at, m.start(), &mut out) {

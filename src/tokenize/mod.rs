@@ -10,6 +10,7 @@
 //! `<|im_end|>` inside a heredoc stays text), as turn-wise trainers do.
 
 pub mod byte_level;
+mod gpt2_split;
 pub mod hf;
 pub mod jinja;
 pub mod labels;
