@@ -7,7 +7,9 @@ use std::path::Path;
 
 /// The sha256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
+    let mut out = [0u8; 64];
+    hex::encode_to_slice(Sha256::digest(bytes), &mut out).expect("32 bytes are 64 hex digits");
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// sha256 and size of a file, read in chunks.
@@ -46,6 +48,20 @@ pub fn fields_sha(
     tool_calls: Option<&str>,
     tool_call_id: Option<&str>,
 ) -> String {
+    // Most messages have none of the three (every mini-coder message).
+    static NONE: std::sync::LazyLock<String> =
+        std::sync::LazyLock::new(|| fields_digest(None, None, None));
+    if reasoning_content.is_none() && tool_calls.is_none() && tool_call_id.is_none() {
+        return NONE.clone();
+    }
+    fields_digest(reasoning_content, tool_calls, tool_call_id)
+}
+
+fn fields_digest(
+    reasoning_content: Option<&str>,
+    tool_calls: Option<&str>,
+    tool_call_id: Option<&str>,
+) -> String {
     let mut h = Sha256::new();
     for field in [reasoning_content, tool_calls, tool_call_id] {
         match field {
@@ -57,7 +73,7 @@ pub fn fields_sha(
             None => h.update([0]),
         }
     }
-    hex::encode(h.finalize())[..STORED_SHA_HEX].to_string()
+    hex::encode(&h.finalize()[..STORED_SHA_HEX / 2])
 }
 
 /// Whether a message still has the digests ingest stored: its content's

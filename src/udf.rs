@@ -287,7 +287,9 @@ fn cited_outputs(a: &[&StringArray]) -> ArrayRef {
     Arc::new(b.finish())
 }
 fn normalize_command(a: &[&StringArray]) -> ArrayRef {
-    map_str(a[0], |c| Some(turn::loops::normalize_command(c)))
+    map_str(a[0], |c| {
+        Some(turn::loops::normalize_command(c).into_owned())
+    })
 }
 fn obs_format(a: &[&StringArray]) -> ArrayRef {
     map_str(a[0], |t| {

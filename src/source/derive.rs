@@ -179,7 +179,7 @@ pub fn derive(raw: RawTrajectory) -> TrajectoryRows {
         .map(|w| detect_obs_format(&w[1].content));
 
     let marker = raw.submit_marker.as_deref();
-    let mut turns = Vec::new();
+    let mut turns = Vec::with_capacity(turn_shas.len());
     let mut candidate = 0;
     for (idx, m) in raw
         .messages

@@ -19,6 +19,8 @@
 //! Only the first line of a multi-line command is classified (the rest is
 //! usually a heredoc body).
 
+use std::borrow::Cow;
+
 use super::markers::is_submit_command;
 
 /// The command kinds, in the order reports list them.
@@ -80,14 +82,14 @@ pub fn classify_command(command: &str, submit_marker: Option<&str>) -> CmdKind {
     let Some(stages) = deciding_segment(first_line) else {
         return CmdKind::Other;
     };
-    let stage_words: Vec<Vec<String>> = stages.iter().map(|s| words_of(s)).collect();
+    let stage_words: Vec<Vec<Cow<str>>> = stages.iter().map(|s| words_of(s)).collect();
     if stage_words.iter().any(|w| {
         let (prog, args) = program(w);
         prog == "sed" && has_flag(args, 'n') && !has_flag(args, 'i')
     }) {
         return CmdKind::SedN;
     }
-    let stage = stages.first().map(String::as_str).unwrap_or("");
+    let stage = stages.first().copied().unwrap_or("");
     classify_stage(&stage_words[0], stage, first_line)
 }
 
@@ -121,7 +123,7 @@ fn first_line(command: &str) -> &str {
 /// A line whose every segment is `cd`, `export` and the like.
 fn only_setup(line: &str) -> bool {
     split_chain(line).iter().all(|seg| {
-        let words = words_of(seg.first().map(String::as_str).unwrap_or(""));
+        let words = words_of(seg.first().copied().unwrap_or(""));
         is_setup(program(&words).0)
     })
 }
@@ -135,10 +137,10 @@ fn is_setup(program: &str) -> bool {
 
 /// The chain segment that decides the kind: the first one that is not `cd`,
 /// `export` and the like, as a list of its pipeline stages.
-fn deciding_segment(line: &str) -> Option<Vec<String>> {
+fn deciding_segment(line: &str) -> Option<Vec<&str>> {
     let chain = split_chain(line);
     let pos = chain.iter().position(|seg| {
-        let words = words_of(seg.first().map(String::as_str).unwrap_or(""));
+        let words = words_of(seg.first().copied().unwrap_or(""));
         !is_setup(program(&words).0)
     });
     chain.into_iter().nth(pos.unwrap_or(0))
@@ -156,7 +158,7 @@ pub fn command_head(command: &str) -> String {
         .unwrap_or_default()
 }
 
-fn classify_stage(words: &[String], raw: &str, line: &str) -> CmdKind {
+fn classify_stage(words: &[Cow<str>], raw: &str, line: &str) -> CmdKind {
     let (prog, args) = program(words);
     let redirects_to_file = writes_file(raw) || (line.contains("<<") && writes_file(line));
     match prog {
@@ -168,8 +170,8 @@ fn classify_stage(words: &[String], raw: &str, line: &str) -> CmdKind {
         "sed" | "perl" if has_flag(args, 'i') => CmdKind::Edit,
         "sed" if has_flag(args, 'n') => CmdKind::SedN,
         "tee" | "patch" | "ed" => CmdKind::Edit,
-        "git" if args.first().map(String::as_str) == Some("apply") => CmdKind::Edit,
-        "git" if args.first().map(String::as_str) == Some("grep") => CmdKind::GrepR,
+        "git" if args.first().map(Cow::as_ref) == Some("apply") => CmdKind::Edit,
+        "git" if args.first().map(Cow::as_ref) == Some("grep") => CmdKind::GrepR,
         "grep" | "egrep" | "fgrep"
             if has_flag(args, 'r')
                 || has_flag(args, 'R')
@@ -189,10 +191,10 @@ fn classify_stage(words: &[String], raw: &str, line: &str) -> CmdKind {
 }
 
 /// The program of a stage and its arguments, looking through wrappers.
-fn program(words: &[String]) -> (&str, &[String]) {
+fn program<'a>(words: &'a [Cow<'a, str>]) -> (&'a str, &'a [Cow<'a, str>]) {
     let mut i = 0;
     while i < words.len() {
-        let w = words[i].as_str();
+        let w = words[i].as_ref();
         if w.contains('=') && !w.starts_with('-') && !w.starts_with('=') {
             i += 1; // VAR=value prefix
         } else if w == "sudo" || w == "env" || w == "command" || w == "exec" {
@@ -214,8 +216,8 @@ fn program(words: &[String]) -> (&str, &[String]) {
 }
 
 /// A short flag given alone (`-n`) or combined (`-rn`), before any `--`.
-fn has_flag(args: &[String], flag: char) -> bool {
-    args.iter().take_while(|a| a.as_str() != "--").any(|a| {
+fn has_flag(args: &[Cow<str>], flag: char) -> bool {
+    args.iter().take_while(|a| a.as_ref() != "--").any(|a| {
         a.starts_with('-')
             && !a.starts_with("--")
             && a[1..].chars().all(|c| c.is_ascii_alphanumeric())
@@ -261,98 +263,91 @@ fn writes_file(stage: &str) -> bool {
 
 /// Split a line into `&&` / `||` / `;` chain segments, each a list of `|`
 /// pipeline stages, respecting quotes and backslash escapes.
-fn split_chain(line: &str) -> Vec<Vec<String>> {
+fn split_chain(line: &str) -> Vec<Vec<&str>> {
     let mut chain = Vec::new();
     let mut stages = Vec::new();
-    let mut cur = String::new();
-    let mut quote: Option<char> = None;
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
+    let mut start = 0;
+    let mut quote: Option<u8> = None;
+    let bytes = line.as_bytes();
+    // Every byte that matters is ASCII, so byte positions are char boundaries.
+    let mut i = 0;
+    while i < bytes.len() {
+        let c = bytes[i];
         match quote {
-            Some(q) => {
-                if c == '\\' && q == '"' {
-                    cur.push(c);
-                    if let Some(n) = chars.next() {
-                        cur.push(n);
-                    }
-                    continue;
-                }
-                if c == q {
-                    quote = None;
-                }
-                cur.push(c);
-            }
+            Some(b'"') if c == b'\\' => i += 1,
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
             None => match c {
-                '\\' => {
-                    cur.push(c);
-                    if let Some(n) = chars.next() {
-                        cur.push(n);
-                    }
-                }
-                '\'' | '"' => {
-                    quote = Some(c);
-                    cur.push(c);
-                }
-                '&' if chars.peek() == Some(&'&') => {
-                    chars.next();
-                    stages.push(std::mem::take(&mut cur));
+                b'\\' => i += 1,
+                b'\'' | b'"' => quote = Some(c),
+                b'&' | b'|' if bytes.get(i + 1) == Some(&c) => {
+                    stages.push(&line[start..i]);
                     chain.push(std::mem::take(&mut stages));
+                    i += 1;
+                    start = i + 1;
                 }
-                '|' if chars.peek() == Some(&'|') => {
-                    chars.next();
-                    stages.push(std::mem::take(&mut cur));
+                b';' => {
+                    stages.push(&line[start..i]);
                     chain.push(std::mem::take(&mut stages));
+                    start = i + 1;
                 }
-                ';' => {
-                    stages.push(std::mem::take(&mut cur));
-                    chain.push(std::mem::take(&mut stages));
+                b'|' => {
+                    stages.push(&line[start..i]);
+                    start = i + 1;
                 }
-                '|' => stages.push(std::mem::take(&mut cur)),
-                _ => cur.push(c),
+                _ => {}
             },
         }
+        i += 1;
     }
-    stages.push(cur);
+    stages.push(&line[start.min(line.len())..]);
     chain.push(stages);
     chain
         .into_iter()
-        .map(|s| {
-            s.into_iter()
-                .map(|x| x.trim().to_string())
-                .collect::<Vec<_>>()
-        })
-        .filter(|s: &Vec<String>| s.iter().any(|x| !x.is_empty()))
+        .map(|s| s.into_iter().map(str::trim).collect::<Vec<_>>())
+        .filter(|s| s.iter().any(|x| !x.is_empty()))
         .collect()
 }
 
-/// Whitespace-separated words with surrounding quotes removed.
-fn words_of(stage: &str) -> Vec<String> {
+/// Whitespace-separated words with surrounding quotes removed (borrowed
+/// where a word has no quotes).
+fn words_of(stage: &str) -> Vec<Cow<'_, str>> {
     let mut words = Vec::new();
     let mut cur = String::new();
     let mut quote: Option<char> = None;
-    let mut in_word = false;
-    for c in stage.chars() {
+    let mut quoted = false;
+    let mut word_start: Option<usize> = None;
+    let mut end_word = |start: usize, end: usize, quoted: bool, cur: &mut String| {
+        words.push(if quoted {
+            Cow::Owned(std::mem::take(cur))
+        } else {
+            cur.clear();
+            Cow::Borrowed(&stage[start..end])
+        });
+    };
+    for (i, c) in stage.char_indices() {
         match quote {
             Some(q) if c == q => quote = None,
             Some(_) => cur.push(c),
             None if c == '\'' || c == '"' => {
                 quote = Some(c);
-                in_word = true;
+                quoted = true;
+                word_start.get_or_insert(i);
             }
             None if c.is_whitespace() => {
-                if in_word {
-                    words.push(std::mem::take(&mut cur));
-                    in_word = false;
+                if let Some(start) = word_start.take() {
+                    end_word(start, i, quoted, &mut cur);
+                    quoted = false;
                 }
             }
             None => {
                 cur.push(c);
-                in_word = true;
+                word_start.get_or_insert(i);
             }
         }
     }
-    if in_word {
-        words.push(cur);
+    if let Some(start) = word_start {
+        end_word(start, stage.len(), quoted, &mut cur);
     }
     words
 }

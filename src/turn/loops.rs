@@ -4,6 +4,7 @@
 //! commands are left out by the caller, as is everything outside the scope
 //! being measured (for an Albedo side: its scored outputs only).
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 /// The validator's `loop_check` rejects a side at these values.
@@ -25,15 +26,30 @@ impl LoopMetrics {
     }
 }
 
-/// A command in the form used for comparisons.
-pub fn normalize_command(command: &str) -> String {
-    command.split_whitespace().collect::<Vec<_>>().join(" ")
+/// A command in the form used for comparisons: words joined by one space.
+/// Most commands are in that form already, and are returned as they are.
+pub fn normalize_command(command: &str) -> Cow<'_, str> {
+    let mut after_space = true;
+    let normal = command.chars().all(|c| {
+        let ok = if c == ' ' {
+            !after_space
+        } else {
+            !c.is_whitespace()
+        };
+        after_space = c == ' ';
+        ok
+    }) && !after_space;
+    if normal || command.is_empty() {
+        Cow::Borrowed(command)
+    } else {
+        Cow::Owned(command.split_whitespace().collect::<Vec<_>>().join(" "))
+    }
 }
 
 pub fn loop_metrics<'a>(commands: impl IntoIterator<Item = &'a str>) -> LoopMetrics {
     let mut seen = HashSet::new();
     let (mut total, mut run, mut max_run) = (0u32, 0u32, 0u32);
-    let mut prev: Option<String> = None;
+    let mut prev: Option<Cow<str>> = None;
     for c in commands {
         let n = normalize_command(c);
         total += 1;
@@ -43,7 +59,9 @@ pub fn loop_metrics<'a>(commands: impl IntoIterator<Item = &'a str>) -> LoopMetr
             1
         };
         max_run = max_run.max(run);
-        seen.insert(n.clone());
+        if prev.as_ref() != Some(&n) {
+            seen.insert(n.clone());
+        }
         prev = Some(n);
     }
     let dup_cmd_ratio = if total == 0 {

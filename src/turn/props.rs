@@ -38,6 +38,7 @@ proptest! {
         let _ = observation_outcome(format, &u);
         let n = loops::normalize_command(&t);
         prop_assert_eq!(loops::normalize_command(&n), n.clone());
+        prop_assert_eq!(n.as_ref(), t.split_whitespace().collect::<Vec<_>>().join(" "));
         let m = loop_metrics([t.as_str(), u.as_str(), t.as_str()]);
         prop_assert!((0.0..=1.0).contains(&m.dup_cmd_ratio));
     }
