@@ -8,6 +8,7 @@
 //! `--redo-existing` rerun) replaces the trajectory it gave. Counts reconcile:
 //! `read = written + unchanged + rejected`.
 
+use arrow::record_batch::RecordBatch;
 use futures::StreamExt;
 use std::collections::{HashMap, HashSet};
 
@@ -377,40 +378,49 @@ impl Buffer {
             && self.rejects.is_empty())
     }
 
-    /// Write the rows, then make them visible in one lake commit: a crash in
-    /// between leaves none of them, and a rerun writes them again.
-    async fn write(self, lake: &Lake, writer: &mut Writer) -> Result<(), LakeError> {
-        let b = self;
-        if !b.evals.is_empty() {
-            lake.append("evals", vec![rows::evals_batch(&b.evals)?])
-                .await?;
+    /// The rows as the lake's batches, in the order they are written. Each
+    /// table's rows are freed once converted, so a write in flight holds
+    /// columns only while the next rows gather.
+    fn into_batches(self) -> Result<Vec<(&'static str, RecordBatch)>, LakeError> {
+        let mut out = Vec::new();
+        if !self.evals.is_empty() {
+            out.push(("evals", rows::evals_batch(&self.evals)?));
         }
-        if !b.trajectories.is_empty() {
-            lake.append(
+        if !self.trajectories.is_empty() {
+            out.push((
                 "trajectories",
-                vec![rows::trajectories_batch(&b.trajectories)?],
-            )
-            .await?;
-            lake.append("messages", vec![rows::messages_batch(&b.messages)?])
-                .await?;
-            lake.append("turns", vec![rows::turns_batch(&b.turns)?])
-                .await?;
+                rows::trajectories_batch(&self.trajectories)?,
+            ));
+            out.push(("messages", rows::messages_batch(&self.messages)?));
+            drop(self.messages);
+            out.push(("turns", rows::turns_batch(&self.turns)?));
+            drop(self.turns);
         }
-        if !b.questions.is_empty() {
-            lake.append("questions", vec![rows::questions_batch(&b.questions)?])
-                .await?;
+        if !self.questions.is_empty() {
+            out.push(("questions", rows::questions_batch(&self.questions)?));
         }
-        if !b.judgments.is_empty() {
-            lake.append("judgments", vec![rows::judgments_batch(&b.judgments)?])
-                .await?;
+        if !self.judgments.is_empty() {
+            out.push(("judgments", rows::judgments_batch(&self.judgments)?));
         }
-        if !b.rejects.is_empty() {
-            lake.append("rejects", vec![rows::rejects_batch(&b.rejects)?])
-                .await?;
+        if !self.rejects.is_empty() {
+            out.push(("rejects", rows::rejects_batch(&self.rejects)?));
         }
-        writer.commit().await?;
-        Ok(())
+        Ok(out)
     }
+}
+
+/// Write `batches`, then make them visible in one lake commit: a crash in
+/// between leaves none of them, and a rerun writes them again.
+async fn write_batches(
+    lake: &Lake,
+    writer: &mut Writer,
+    batches: Vec<(&'static str, RecordBatch)>,
+) -> Result<(), LakeError> {
+    for (table, batch) in batches {
+        lake.append(table, vec![batch]).await?;
+    }
+    writer.commit().await?;
+    Ok(())
 }
 
 /// The lake writes of one ingest. A full buffer is written by a task of its
@@ -437,12 +447,12 @@ impl Flusher {
         if !buf.holds_rows() {
             return Ok(());
         }
+        let batches = std::mem::replace(buf, Buffer::new()).into_batches()?;
         self.wait().await?;
-        let rows = std::mem::replace(buf, Buffer::new());
         let mut writer = self.writer.take().expect("no write in flight");
         let lake = self.lake.clone();
         self.in_flight = Some(tokio::spawn(async move {
-            let written = rows.write(&lake, &mut writer).await;
+            let written = write_batches(&lake, &mut writer, batches).await;
             (writer, written)
         }));
         Ok(())

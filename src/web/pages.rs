@@ -297,6 +297,11 @@ const LIST_COLUMNS: [&str; 8] = [
 
 /// Trajectories filtered by the structured fields and free text, paged.
 pub async fn trajectories(State(app): State<Arc<App>>, Query(f): Query<ListQuery>) -> Page {
+    if !app.ctx.table_exist("trajectories")? {
+        return Err(WebError::NotFound(
+            "the lake has no trajectories yet (turnlake ingest; what an ingest rejected is in `rejects`)".into(),
+        ));
+    }
     let df = filtered(&app.ctx, &f)
         .await?
         .select_columns(&LIST_COLUMNS)?

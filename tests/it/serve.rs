@@ -304,3 +304,26 @@ fn the_sql_page_answers_as_turnlake_sql_does_and_cannot_write_or_reach_files() {
     assert!(page.contains("id=\"exposure_bias\" alt=\"exposure bias"));
     assert!(page.contains("id=\"reproduction\""));
 }
+
+#[test]
+fn a_lake_holding_only_rejects_says_so_on_the_trajectory_list() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("runs.jsonl");
+    std::fs::write(&input, "{\"messages\": []}\n").unwrap();
+    let lake = tmp.path().join("lake");
+    let ingest = run(&lake, &["ingest", "mini-coder", input.to_str().unwrap()]);
+    let rejects = stdout(&ok(run(
+        &lake,
+        &[
+            "sql",
+            "--format",
+            "csv",
+            "SELECT count(*) AS n FROM rejects",
+        ],
+    )));
+    assert_eq!(rejects.lines().nth(1), Some("1"), "{}", stderr(&ingest));
+    let server = start(&lake);
+    let (status, page) = get(&server, "/trajectories", Some(server.token.as_str()));
+    assert_eq!(status, 404, "{page}");
+    assert!(page.contains("no trajectories yet"), "{page}");
+}
