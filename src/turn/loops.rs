@@ -30,15 +30,27 @@ impl LoopMetrics {
 /// Most commands are in that form already, and are returned as they are.
 pub fn normalize_command(command: &str) -> Cow<'_, str> {
     let mut after_space = true;
-    let normal = command.chars().all(|c| {
-        let ok = if c == ' ' {
-            !after_space
-        } else {
-            !c.is_whitespace()
-        };
-        after_space = c == ' ';
-        ok
-    }) && !after_space;
+    let normal = if command.is_ascii() {
+        command.bytes().all(|b| {
+            let ok = if b == b' ' {
+                !after_space
+            } else {
+                !b.is_ascii_whitespace() && b != 0x0b
+            };
+            after_space = b == b' ';
+            ok
+        })
+    } else {
+        command.chars().all(|c| {
+            let ok = if c == ' ' {
+                !after_space
+            } else {
+                !c.is_whitespace()
+            };
+            after_space = c == ' ';
+            ok
+        })
+    } && !after_space;
     if normal || command.is_empty() {
         Cow::Borrowed(command)
     } else {
@@ -112,6 +124,22 @@ mod tests {
         }
         assert!(loop_metrics(["a", "b", "b", "b", "b", "b", "b", "c"]).validator_looped());
         assert!(!loop_metrics(["a", "b", "a"]).validator_looped());
+    }
+
+    #[test]
+    fn normal_forms() {
+        for (command, want) in [
+            ("ls -la", "ls -la"),
+            ("  ls   -la\t\n", "ls -la"),
+            ("a\x0bb", "a b"),
+            ("a\x0cb\rc", "a b c"),
+            ("naïve  café", "naïve café"),
+            ("a\u{a0}b", "a b"),
+            ("", ""),
+            (" ", ""),
+        ] {
+            assert_eq!(normalize_command(command), want, "{command:?}");
+        }
     }
 
     #[test]
