@@ -228,15 +228,10 @@ mod tests {
         let alphabet: Vec<char> = "aZ09 _\n\t\r'.,;:-+éß漢🚀ü\u{a0}\u{300}sS"
             .chars()
             .collect();
-        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut picks = crate::test_picks::Picks::new(0x2545_f491_4f6c_dd1d);
         for len in 1..200 {
             let s: String = (0..len)
-                .map(|_| {
-                    state ^= state << 13;
-                    state ^= state >> 7;
-                    state ^= state << 17;
-                    alphabet[(state % alphabet.len() as u64) as usize]
-                })
+                .map(|_| alphabet[picks.below(alphabet.len())])
                 .collect();
             texts.push(s);
         }
