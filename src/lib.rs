@@ -29,8 +29,6 @@ pub mod sinks;
 pub mod source;
 pub mod storage;
 pub mod synth;
-#[cfg(test)]
-mod test_picks;
 pub mod tokenize;
 pub mod turn;
 pub mod udf;
