@@ -16,9 +16,7 @@ use super::PipelineError;
 use crate::columns::strings;
 use crate::engine::{self, EngineError};
 use crate::lake::{InputFile, Lake, LakeError, Writer};
-use crate::source::rows::{
-    self, EvalRow, JudgmentRow, MessageRow, QuestionRow, RejectRow, TrajectoryRow, TurnRow,
-};
+use crate::source::rows::{self, EvalRow, JudgmentRow, QuestionRow, RejectRow, TrajectoryRow};
 use crate::source::{albedo, mini_coder, mswea, Record};
 use crate::storage::{Entry, Location, StorageResult};
 
@@ -348,9 +346,9 @@ fn read_all(
 #[derive(Default)]
 struct Buffer {
     evals: Vec<EvalRow>,
-    trajectories: Vec<TrajectoryRow>,
-    messages: Vec<MessageRow>,
-    turns: Vec<TurnRow>,
+    trajectories: rows::TrajectoryColumns,
+    messages: rows::MessageColumns,
+    turns: rows::TurnColumns,
     questions: Vec<QuestionRow>,
     judgments: Vec<JudgmentRow>,
     rejects: Vec<RejectRow>,
@@ -378,23 +376,16 @@ impl Buffer {
             && self.rejects.is_empty())
     }
 
-    /// The rows as the lake's batches, in the order they are written. Each
-    /// table's rows are freed once converted, so a write in flight holds
-    /// columns only while the next rows gather.
+    /// The rows as the lake's batches, in the order they are written.
     fn into_batches(self) -> Result<Vec<(&'static str, RecordBatch)>, LakeError> {
         let mut out = Vec::new();
         if !self.evals.is_empty() {
             out.push(("evals", rows::evals_batch(&self.evals)?));
         }
         if !self.trajectories.is_empty() {
-            out.push((
-                "trajectories",
-                rows::trajectories_batch(&self.trajectories)?,
-            ));
-            out.push(("messages", rows::messages_batch(&self.messages)?));
-            drop(self.messages);
-            out.push(("turns", rows::turns_batch(&self.turns)?));
-            drop(self.turns);
+            out.push(("trajectories", self.trajectories.finish()?));
+            out.push(("messages", self.messages.finish()?));
+            out.push(("turns", self.turns.finish()?));
         }
         if !self.questions.is_empty() {
             out.push(("questions", rows::questions_batch(&self.questions)?));
@@ -621,10 +612,12 @@ pub async fn ingest(
                     report.trajectories += 1;
                     report.turns += t.turns.len() as u64;
                     report.messages += t.messages.len() as u64;
-                    buf.message_bytes += t.messages.iter().map(|m| m.content.len()).sum::<usize>();
-                    buf.trajectories.push(t.trajectory);
-                    buf.messages.extend(t.messages);
-                    buf.turns.extend(t.turns);
+                    buf.trajectories.push(&t.trajectory);
+                    for m in &t.messages {
+                        buf.message_bytes += m.content.len();
+                        buf.messages.push(m);
+                    }
+                    t.turns.iter().for_each(|turn| buf.turns.push(turn));
                 }
                 if report.trajectories > before || had_run_rows {
                     report.written += 1;

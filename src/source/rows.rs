@@ -3,8 +3,9 @@
 //! puts it.
 
 use arrow::array::{
-    ArrayRef, BinaryArray, BooleanArray, Float64Array, Int32Array, Int32Builder, Int64Array,
-    ListBuilder, StringArray, StringBuilder,
+    ArrayBuilder, ArrayRef, BinaryArray, BooleanArray, BooleanBuilder, Float64Array,
+    Float64Builder, Int32Array, Int32Builder, Int64Array, Int64Builder, ListBuilder, StringArray,
+    StringBuilder,
 };
 use arrow::error::ArrowError;
 use arrow::record_batch::RecordBatch;
@@ -162,17 +163,11 @@ fn b(v: impl Iterator<Item = bool>) -> ArrayRef {
 fn ob(v: impl Iterator<Item = Option<bool>>) -> ArrayRef {
     Arc::new(v.collect::<BooleanArray>())
 }
-fn i32s(v: impl Iterator<Item = i32>) -> ArrayRef {
-    Arc::new(v.collect::<Int32Array>())
-}
 fn oi32(v: impl Iterator<Item = Option<i32>>) -> ArrayRef {
     Arc::new(v.collect::<Int32Array>())
 }
 fn oi64(v: impl Iterator<Item = Option<i64>>) -> ArrayRef {
     Arc::new(v.collect::<Int64Array>())
-}
-fn f64s(v: impl Iterator<Item = f64>) -> ArrayRef {
-    Arc::new(v.collect::<Float64Array>())
 }
 fn of64(v: impl Iterator<Item = Option<f64>>) -> ArrayRef {
     Arc::new(v.collect::<Float64Array>())
@@ -281,127 +276,321 @@ pub fn evals_batch(r: &[EvalRow]) -> Result<RecordBatch, LakeError> {
     )
 }
 
+/// A builder's column, for [`batch`].
+fn column(b: &mut dyn ArrayBuilder) -> ArrayRef {
+    b.finish()
+}
+
+/// The trajectories table's columns, appended a row at a time: ingest
+/// copies each row in as it arrives and frees it, so a flush holds columns,
+/// not rows and then columns.
+#[derive(Default)]
+pub struct TrajectoryColumns {
+    traj_id: StringBuilder,
+    source: StringBuilder,
+    eval_run_id: StringBuilder,
+    sample_id: StringBuilder,
+    side: StringBuilder,
+    model: StringBuilder,
+    instance_id: StringBuilder,
+    score: Float64Builder,
+    verified: BooleanBuilder,
+    judged: BooleanBuilder,
+    n_turns: Int32Builder,
+    n_scored: Int32Builder,
+    obs_format: StringBuilder,
+    dup_cmd_ratio: Float64Builder,
+    max_cmd_run: Int32Builder,
+    looped: BooleanBuilder,
+    exit_status: StringBuilder,
+    submit_marker: StringBuilder,
+    error: StringBuilder,
+    traj_sha: StringBuilder,
+    input_file: StringBuilder,
+    input_row: Int64Builder,
+    tools: StringBuilder,
+    prompt_text: StringBuilder,
+    rows: usize,
+}
+
+impl TrajectoryColumns {
+    pub fn push(&mut self, x: &TrajectoryRow) {
+        self.traj_id.append_value(&x.traj_id);
+        self.source.append_value(&x.source);
+        self.eval_run_id.append_option(x.eval_run_id.as_deref());
+        self.sample_id.append_option(x.sample_id.as_deref());
+        self.side.append_option(x.side.as_deref());
+        self.model.append_option(x.model.as_deref());
+        self.instance_id.append_option(x.instance_id.as_deref());
+        self.score.append_option(x.score);
+        self.verified.append_option(x.verified);
+        self.judged.append_value(x.judged);
+        self.n_turns.append_value(x.n_turns);
+        self.n_scored.append_value(x.n_scored);
+        self.obs_format.append_option(x.obs_format.as_deref());
+        self.dup_cmd_ratio.append_value(x.dup_cmd_ratio);
+        self.max_cmd_run.append_value(x.max_cmd_run);
+        self.looped.append_value(x.looped);
+        self.exit_status.append_option(x.exit_status.as_deref());
+        self.submit_marker.append_option(x.submit_marker.as_deref());
+        self.error.append_option(x.error.as_deref());
+        self.traj_sha.append_value(&x.traj_sha);
+        self.input_file.append_value(&x.input_file);
+        self.input_row.append_option(x.input_row);
+        self.tools.append_option(x.tools.as_deref());
+        self.prompt_text.append_option(x.prompt_text.as_deref());
+        self.rows += 1;
+    }
+
+    pub fn len(&self) -> usize {
+        self.rows
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows == 0
+    }
+
+    pub fn finish(mut self) -> Result<RecordBatch, LakeError> {
+        let s = &mut self;
+        batch(
+            "trajectories",
+            vec![
+                ("traj_id", column(&mut s.traj_id)),
+                ("source", column(&mut s.source)),
+                ("eval_run_id", column(&mut s.eval_run_id)),
+                ("sample_id", column(&mut s.sample_id)),
+                ("side", column(&mut s.side)),
+                ("model", column(&mut s.model)),
+                ("instance_id", column(&mut s.instance_id)),
+                ("score", column(&mut s.score)),
+                ("verified", column(&mut s.verified)),
+                ("judged", column(&mut s.judged)),
+                ("n_turns", column(&mut s.n_turns)),
+                ("n_scored", column(&mut s.n_scored)),
+                ("obs_format", column(&mut s.obs_format)),
+                ("dup_cmd_ratio", column(&mut s.dup_cmd_ratio)),
+                ("max_cmd_run", column(&mut s.max_cmd_run)),
+                ("looped", column(&mut s.looped)),
+                ("exit_status", column(&mut s.exit_status)),
+                ("submit_marker", column(&mut s.submit_marker)),
+                ("error", column(&mut s.error)),
+                ("traj_sha", column(&mut s.traj_sha)),
+                ("input_file", column(&mut s.input_file)),
+                ("input_row", column(&mut s.input_row)),
+                ("tools", column(&mut s.tools)),
+                ("prompt_text", column(&mut s.prompt_text)),
+            ],
+        )
+    }
+}
+
 pub fn trajectories_batch(r: &[TrajectoryRow]) -> Result<RecordBatch, LakeError> {
-    batch(
-        "trajectories",
-        vec![
-            ("traj_id", s(r.iter().map(|x| x.traj_id.as_str()))),
-            ("source", s(r.iter().map(|x| x.source.as_str()))),
-            (
-                "eval_run_id",
-                os(r.iter().map(|x| x.eval_run_id.as_deref())),
-            ),
-            ("sample_id", os(r.iter().map(|x| x.sample_id.as_deref()))),
-            ("side", os(r.iter().map(|x| x.side.as_deref()))),
-            ("model", os(r.iter().map(|x| x.model.as_deref()))),
-            (
-                "instance_id",
-                os(r.iter().map(|x| x.instance_id.as_deref())),
-            ),
-            ("score", of64(r.iter().map(|x| x.score))),
-            ("verified", ob(r.iter().map(|x| x.verified))),
-            ("judged", b(r.iter().map(|x| x.judged))),
-            ("n_turns", i32s(r.iter().map(|x| x.n_turns))),
-            ("n_scored", i32s(r.iter().map(|x| x.n_scored))),
-            ("obs_format", os(r.iter().map(|x| x.obs_format.as_deref()))),
-            ("dup_cmd_ratio", f64s(r.iter().map(|x| x.dup_cmd_ratio))),
-            ("max_cmd_run", i32s(r.iter().map(|x| x.max_cmd_run))),
-            ("looped", b(r.iter().map(|x| x.looped))),
-            (
-                "exit_status",
-                os(r.iter().map(|x| x.exit_status.as_deref())),
-            ),
-            (
-                "submit_marker",
-                os(r.iter().map(|x| x.submit_marker.as_deref())),
-            ),
-            ("error", os(r.iter().map(|x| x.error.as_deref()))),
-            ("traj_sha", s(r.iter().map(|x| x.traj_sha.as_str()))),
-            ("input_file", s(r.iter().map(|x| x.input_file.as_str()))),
-            ("input_row", oi64(r.iter().map(|x| x.input_row))),
-            ("tools", os(r.iter().map(|x| x.tools.as_deref()))),
-            (
-                "prompt_text",
-                os(r.iter().map(|x| x.prompt_text.as_deref())),
-            ),
-        ],
-    )
+    let mut columns = TrajectoryColumns::default();
+    r.iter().for_each(|x| columns.push(x));
+    columns.finish()
+}
+
+/// The messages table's columns, appended a row at a time (see
+/// [`TrajectoryColumns`]).
+#[derive(Default)]
+pub struct MessageColumns {
+    traj_id: StringBuilder,
+    source: StringBuilder,
+    idx: Int32Builder,
+    role: StringBuilder,
+    content: StringBuilder,
+    reasoning_content: StringBuilder,
+    tool_calls: StringBuilder,
+    score_target: BooleanBuilder,
+    environment_observation: BooleanBuilder,
+    is_context: BooleanBuilder,
+    content_sha: StringBuilder,
+    tool_call_id: StringBuilder,
+    recovered: BooleanBuilder,
+    fields_sha: StringBuilder,
+    extra: StringBuilder,
+}
+
+impl MessageColumns {
+    pub fn push(&mut self, x: &MessageRow) {
+        self.traj_id.append_value(&x.traj_id);
+        self.source.append_value(&x.source);
+        self.idx.append_value(x.idx);
+        self.role.append_value(&x.role);
+        self.content.append_value(&x.content);
+        self.reasoning_content
+            .append_option(x.reasoning_content.as_deref());
+        self.tool_calls.append_option(x.tool_calls.as_deref());
+        self.score_target.append_value(x.score_target);
+        self.environment_observation
+            .append_value(x.environment_observation);
+        self.is_context.append_value(x.is_context);
+        self.content_sha.append_value(&x.content_sha);
+        self.tool_call_id.append_option(x.tool_call_id.as_deref());
+        self.recovered.append_option(x.recovered);
+        self.fields_sha.append_option(x.fields_sha.as_deref());
+        self.extra.append_option(x.extra.as_deref());
+    }
+
+    pub fn finish(mut self) -> Result<RecordBatch, LakeError> {
+        let s = &mut self;
+        batch(
+            "messages",
+            vec![
+                ("traj_id", column(&mut s.traj_id)),
+                ("source", column(&mut s.source)),
+                ("idx", column(&mut s.idx)),
+                ("role", column(&mut s.role)),
+                ("content", column(&mut s.content)),
+                ("reasoning_content", column(&mut s.reasoning_content)),
+                ("tool_calls", column(&mut s.tool_calls)),
+                ("score_target", column(&mut s.score_target)),
+                (
+                    "environment_observation",
+                    column(&mut s.environment_observation),
+                ),
+                ("is_context", column(&mut s.is_context)),
+                ("content_sha", column(&mut s.content_sha)),
+                ("tool_call_id", column(&mut s.tool_call_id)),
+                ("recovered", column(&mut s.recovered)),
+                ("fields_sha", column(&mut s.fields_sha)),
+                ("extra", column(&mut s.extra)),
+            ],
+        )
+    }
 }
 
 pub fn messages_batch(r: &[MessageRow]) -> Result<RecordBatch, LakeError> {
-    batch(
-        "messages",
-        vec![
-            ("traj_id", s(r.iter().map(|x| x.traj_id.as_str()))),
-            ("source", s(r.iter().map(|x| x.source.as_str()))),
-            ("idx", i32s(r.iter().map(|x| x.idx))),
-            ("role", s(r.iter().map(|x| x.role.as_str()))),
-            ("content", s(r.iter().map(|x| x.content.as_str()))),
-            (
-                "reasoning_content",
-                os(r.iter().map(|x| x.reasoning_content.as_deref())),
-            ),
-            ("tool_calls", os(r.iter().map(|x| x.tool_calls.as_deref()))),
-            ("score_target", b(r.iter().map(|x| x.score_target))),
-            (
-                "environment_observation",
-                b(r.iter().map(|x| x.environment_observation)),
-            ),
-            ("is_context", b(r.iter().map(|x| x.is_context))),
-            ("content_sha", s(r.iter().map(|x| x.content_sha.as_str()))),
-            (
-                "tool_call_id",
-                os(r.iter().map(|x| x.tool_call_id.as_deref())),
-            ),
-            ("recovered", ob(r.iter().map(|x| x.recovered))),
-            ("fields_sha", os(r.iter().map(|x| x.fields_sha.as_deref()))),
-            ("extra", os(r.iter().map(|x| x.extra.as_deref()))),
-        ],
-    )
+    let mut columns = MessageColumns::default();
+    r.iter().for_each(|x| columns.push(x));
+    columns.finish()
+}
+
+/// The turns table's columns, appended a row at a time (see
+/// [`TrajectoryColumns`]).
+pub struct TurnColumns {
+    traj_id: StringBuilder,
+    source: StringBuilder,
+    t: Int32Builder,
+    msg_idx: Int32Builder,
+    candidate_n: Int32Builder,
+    command: StringBuilder,
+    n_bash_blocks: Int32Builder,
+    cmd_kind: StringBuilder,
+    obs_failed: BooleanBuilder,
+    returncode: Int64Builder,
+    think_unclosed: BooleanBuilder,
+    is_submit: BooleanBuilder,
+    submit_signal: StringBuilder,
+    is_repeat: BooleanBuilder,
+    repeats_prev: BooleanBuilder,
+    prev_failed: BooleanBuilder,
+    after_repeat_run: BooleanBuilder,
+    prior_failures: Int32Builder,
+    is_last: BooleanBuilder,
+    turn_sha: StringBuilder,
+    commands: ListBuilder<StringBuilder>,
+    format_error: StringBuilder,
+    parsed: BooleanBuilder,
+}
+
+impl Default for TurnColumns {
+    fn default() -> TurnColumns {
+        TurnColumns {
+            traj_id: StringBuilder::new(),
+            source: StringBuilder::new(),
+            t: Int32Builder::new(),
+            msg_idx: Int32Builder::new(),
+            candidate_n: Int32Builder::new(),
+            command: StringBuilder::new(),
+            n_bash_blocks: Int32Builder::new(),
+            cmd_kind: StringBuilder::new(),
+            obs_failed: BooleanBuilder::new(),
+            returncode: Int64Builder::new(),
+            think_unclosed: BooleanBuilder::new(),
+            is_submit: BooleanBuilder::new(),
+            submit_signal: StringBuilder::new(),
+            is_repeat: BooleanBuilder::new(),
+            repeats_prev: BooleanBuilder::new(),
+            prev_failed: BooleanBuilder::new(),
+            after_repeat_run: BooleanBuilder::new(),
+            prior_failures: Int32Builder::new(),
+            is_last: BooleanBuilder::new(),
+            turn_sha: StringBuilder::new(),
+            commands: ListBuilder::new(StringBuilder::new()),
+            format_error: StringBuilder::new(),
+            parsed: BooleanBuilder::new(),
+        }
+    }
+}
+
+impl TurnColumns {
+    pub fn push(&mut self, x: &TurnRow) {
+        self.traj_id.append_value(&x.traj_id);
+        self.source.append_value(&x.source);
+        self.t.append_value(x.t);
+        self.msg_idx.append_value(x.msg_idx);
+        self.candidate_n.append_option(x.candidate_n);
+        self.command.append_option(x.command.as_deref());
+        self.n_bash_blocks.append_value(x.n_bash_blocks);
+        self.cmd_kind.append_value(&x.cmd_kind);
+        self.obs_failed.append_option(x.obs_failed);
+        self.returncode.append_option(x.returncode);
+        self.think_unclosed.append_value(x.think_unclosed);
+        self.is_submit.append_value(x.is_submit);
+        self.submit_signal.append_option(x.submit_signal.as_deref());
+        self.is_repeat.append_value(x.is_repeat);
+        self.repeats_prev.append_value(x.repeats_prev);
+        self.prev_failed.append_value(x.prev_failed);
+        self.after_repeat_run.append_value(x.after_repeat_run);
+        self.prior_failures.append_value(x.prior_failures);
+        self.is_last.append_value(x.is_last);
+        self.turn_sha.append_value(&x.turn_sha);
+        for c in &x.commands {
+            self.commands.values().append_value(c);
+        }
+        self.commands.append(true);
+        self.format_error.append_option(x.format_error.as_deref());
+        self.parsed.append_value(x.parsed);
+    }
+
+    pub fn finish(mut self) -> Result<RecordBatch, LakeError> {
+        let s = &mut self;
+        batch(
+            "turns",
+            vec![
+                ("traj_id", column(&mut s.traj_id)),
+                ("source", column(&mut s.source)),
+                ("t", column(&mut s.t)),
+                ("msg_idx", column(&mut s.msg_idx)),
+                ("candidate_n", column(&mut s.candidate_n)),
+                ("command", column(&mut s.command)),
+                ("n_bash_blocks", column(&mut s.n_bash_blocks)),
+                ("cmd_kind", column(&mut s.cmd_kind)),
+                ("obs_failed", column(&mut s.obs_failed)),
+                ("returncode", column(&mut s.returncode)),
+                ("think_unclosed", column(&mut s.think_unclosed)),
+                ("is_submit", column(&mut s.is_submit)),
+                ("submit_signal", column(&mut s.submit_signal)),
+                ("is_repeat", column(&mut s.is_repeat)),
+                ("repeats_prev", column(&mut s.repeats_prev)),
+                ("prev_failed", column(&mut s.prev_failed)),
+                ("after_repeat_run", column(&mut s.after_repeat_run)),
+                ("prior_failures", column(&mut s.prior_failures)),
+                ("is_last", column(&mut s.is_last)),
+                ("turn_sha", column(&mut s.turn_sha)),
+                ("commands", column(&mut s.commands)),
+                ("format_error", column(&mut s.format_error)),
+                ("parsed", column(&mut s.parsed)),
+            ],
+        )
+    }
 }
 
 pub fn turns_batch(r: &[TurnRow]) -> Result<RecordBatch, LakeError> {
-    let mut commands = ListBuilder::new(StringBuilder::new());
-    for x in r {
-        for c in &x.commands {
-            commands.values().append_value(c);
-        }
-        commands.append(true);
-    }
-    batch(
-        "turns",
-        vec![
-            ("traj_id", s(r.iter().map(|x| x.traj_id.as_str()))),
-            ("source", s(r.iter().map(|x| x.source.as_str()))),
-            ("t", i32s(r.iter().map(|x| x.t))),
-            ("msg_idx", i32s(r.iter().map(|x| x.msg_idx))),
-            ("candidate_n", oi32(r.iter().map(|x| x.candidate_n))),
-            ("command", os(r.iter().map(|x| x.command.as_deref()))),
-            ("n_bash_blocks", i32s(r.iter().map(|x| x.n_bash_blocks))),
-            ("cmd_kind", s(r.iter().map(|x| x.cmd_kind.as_str()))),
-            ("obs_failed", ob(r.iter().map(|x| x.obs_failed))),
-            ("returncode", oi64(r.iter().map(|x| x.returncode))),
-            ("think_unclosed", b(r.iter().map(|x| x.think_unclosed))),
-            ("is_submit", b(r.iter().map(|x| x.is_submit))),
-            (
-                "submit_signal",
-                os(r.iter().map(|x| x.submit_signal.as_deref())),
-            ),
-            ("is_repeat", b(r.iter().map(|x| x.is_repeat))),
-            ("repeats_prev", b(r.iter().map(|x| x.repeats_prev))),
-            ("prev_failed", b(r.iter().map(|x| x.prev_failed))),
-            ("after_repeat_run", b(r.iter().map(|x| x.after_repeat_run))),
-            ("prior_failures", i32s(r.iter().map(|x| x.prior_failures))),
-            ("is_last", b(r.iter().map(|x| x.is_last))),
-            ("turn_sha", s(r.iter().map(|x| x.turn_sha.as_str()))),
-            ("commands", Arc::new(commands.finish())),
-            (
-                "format_error",
-                os(r.iter().map(|x| x.format_error.as_deref())),
-            ),
-            ("parsed", b(r.iter().map(|x| x.parsed))),
-        ],
-    )
+    let mut columns = TurnColumns::default();
+    r.iter().for_each(|x| columns.push(x));
+    columns.finish()
 }
 
 pub fn questions_batch(r: &[QuestionRow]) -> Result<RecordBatch, LakeError> {

@@ -462,7 +462,7 @@ fn a_full_disk_fails_the_ingest_once_leaves_the_last_commit_and_a_rerun_complete
     // The lake reads as one of its commits: whole flushes of 20.
     let (n, _) = trajectories_of(&full.lake);
     let n: u64 = n.parse().unwrap();
-    assert!(n % 20 == 0 && n < 240, "{n} trajectories");
+    assert!(n.is_multiple_of(20) && n < 240, "{n} trajectories");
     ok(run(
         &full.lake,
         &["ingest", "mini-coder", input.to_str().unwrap()],
