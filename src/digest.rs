@@ -73,7 +73,20 @@ fn fields_digest(
             None => h.update([0]),
         }
     }
-    hex::encode(&h.finalize()[..STORED_SHA_HEX / 2])
+    stored_hex(&h.finalize())
+}
+
+/// The stored form of a digest: the hex of its first bytes.
+pub fn stored_hex(digest: &[u8]) -> String {
+    let mut out = [0u8; STORED_SHA_HEX];
+    hex::encode_to_slice(&digest[..STORED_SHA_HEX / 2], &mut out)
+        .expect("the digest's first bytes fill the digits");
+    stored_hex_digits(&out)
+}
+
+/// The stored form of a digest given as hex digits: the first of them.
+pub fn stored_hex_digits(hex_digits: &[u8]) -> String {
+    String::from_utf8(hex_digits[..STORED_SHA_HEX].to_vec()).expect("hex digits are ASCII")
 }
 
 /// Whether a message still has the digests ingest stored: its content's
@@ -96,6 +109,20 @@ pub fn content_intact(
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn the_stored_form_is_the_full_hex_cut_short() {
+        for text in ["", "x", "é 日本"] {
+            let full = sha256_hex(text.as_bytes());
+            assert_eq!(
+                stored_hex(&Sha256::digest(text.as_bytes())),
+                full[..STORED_SHA_HEX]
+            );
+            assert_eq!(stored_hex_digits(full.as_bytes()), full[..STORED_SHA_HEX]);
+        }
+    }
+
     #[test]
     fn a_file_and_its_bytes_hash_alike() {
         let dir = tempfile::tempdir().unwrap();

@@ -3,7 +3,7 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::digest::{fields_sha, sha256_hex, STORED_SHA_HEX};
+use crate::digest::{fields_sha, stored_hex, stored_hex_digits};
 
 use super::json::{FieldError, FieldResult};
 use super::rows::{MessageRow, TrajectoryRow, TurnRow};
@@ -153,22 +153,24 @@ pub fn derive(raw: RawTrajectory) -> TrajectoryRows {
     let mut chain = Sha256::new();
     let mut turn_shas = Vec::new();
     for m in &raw.messages {
-        let content_sha = sha256_hex(m.content.as_bytes());
+        // The chain runs over each content digest's full hex.
+        let mut content_sha = [0u8; 64];
+        hex::encode_to_slice(Sha256::digest(m.content.as_bytes()), &mut content_sha)
+            .expect("32 bytes are 64 hex digits");
         // A recovered response keys its turn like any other but stays out of
         // the chain: the turns after it keep the key of the messages sent.
         let turn_chain = if m.recovered {
             let mut own = chain.clone();
-            own.update(content_sha.as_bytes());
+            own.update(content_sha);
             own
         } else {
-            chain.update(content_sha.as_bytes());
+            chain.update(content_sha);
             chain.clone()
         };
         if m.role == "assistant" {
-            let turn_sha = hex::encode(turn_chain.finalize());
-            turn_shas.push(turn_sha[..STORED_SHA_HEX].to_string());
+            turn_shas.push(stored_hex(&turn_chain.finalize()));
         }
-        content_shas.push(content_sha[..STORED_SHA_HEX].to_string());
+        content_shas.push(stored_hex_digits(&content_sha));
     }
 
     // The first observation: the first user/tool message that answers an assistant.
@@ -391,6 +393,7 @@ fn link_neighbours(turns: &mut [TurnRow]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::digest::{sha256_hex, STORED_SHA_HEX};
 
     fn msg(role: &str, content: &str) -> RawMessage {
         RawMessage {

@@ -78,19 +78,14 @@ pub fn classify_command(command: &str, submit_marker: Option<&str>) -> CmdKind {
     if is_submit_command(command, submit_marker) {
         return CmdKind::Submit;
     }
-    let first_line = first_line(command);
-    let Some(stages) = deciding_segment(first_line) else {
+    let (line, stages) = deciding(command);
+    let Some(stages) = stages else {
         return CmdKind::Other;
     };
-    let stage_words: Vec<Vec<Cow<str>>> = stages.iter().map(|s| words_of(s)).collect();
-    if stage_words.iter().any(|w| {
-        let (prog, args) = program(w);
-        prog == "sed" && has_flag(args, 'n') && !has_flag(args, 'i')
-    }) {
+    if stages.iter().any(|s| is_ranged_sed(s)) {
         return CmdKind::SedN;
     }
-    let stage = stages.first().copied().unwrap_or("");
-    classify_stage(&stage_words[0], stage, first_line)
+    classify_stage(stages.first().copied().unwrap_or(""), line)
 }
 
 /// A turn's stored kind: `submit` whenever any submit signal fires (the
@@ -105,27 +100,32 @@ pub fn turn_kind(command: Option<&str>, submits: bool, marker: Option<&str>) -> 
     }
 }
 
-/// The line that decides a command's kind: the first, unless it only changes
-/// directory or environment (`cd /repo` on a line of its own), then the first
-/// line after it that does more. Later lines are usually a heredoc's body.
-fn first_line(command: &str) -> &str {
+/// The line that decides a command's kind and its chain segment that
+/// decides, as the segment's pipeline stages: the first line and segment
+/// that do more than change directory or environment (`cd /repo` on a line
+/// of its own, `cd /r && …`). Later lines are usually a heredoc's body.
+fn deciding(command: &str) -> (&str, Option<Vec<&str>>) {
     let mut lines = command
         .trim_start()
         .lines()
         .filter(|l| !l.trim().is_empty());
     let first = lines.next().unwrap_or("");
-    if !only_setup(first) {
-        return first;
+    let mut first_chain = split_chain(first);
+    if let Some(at) = first_chain.iter().position(|seg| !is_setup_segment(seg)) {
+        return (first, Some(first_chain.swap_remove(at)));
     }
-    lines.find(|l| !only_setup(l)).unwrap_or(first)
+    for line in lines {
+        let mut chain = split_chain(line);
+        if let Some(at) = chain.iter().position(|seg| !is_setup_segment(seg)) {
+            return (line, Some(chain.swap_remove(at)));
+        }
+    }
+    (first, first_chain.into_iter().next())
 }
 
-/// A line whose every segment is `cd`, `export` and the like.
-fn only_setup(line: &str) -> bool {
-    split_chain(line).iter().all(|seg| {
-        let words = words_of(seg.first().copied().unwrap_or(""));
-        is_setup(program(&words).0)
-    })
+/// A chain segment that is `cd`, `export` and the like.
+fn is_setup_segment(stages: &[&str]) -> bool {
+    is_setup(&program(stages.first().copied().unwrap_or("")).0)
 }
 
 fn is_setup(program: &str) -> bool {
@@ -135,33 +135,31 @@ fn is_setup(program: &str) -> bool {
     )
 }
 
-/// The chain segment that decides the kind: the first one that is not `cd`,
-/// `export` and the like, as a list of its pipeline stages.
-fn deciding_segment(line: &str) -> Option<Vec<&str>> {
-    let chain = split_chain(line);
-    let pos = chain.iter().position(|seg| {
-        let words = words_of(seg.first().copied().unwrap_or(""));
-        !is_setup(program(&words).0)
-    });
-    chain.into_iter().nth(pos.unwrap_or(0))
-}
-
 /// The program that decides a command's kind (`grep` for
 /// `cd /r && grep -n x f | head`), so reports can list what `other` holds.
 pub fn command_head(command: &str) -> String {
-    deciding_segment(first_line(command))
-        .and_then(|stages| {
-            let words = words_of(stages.first()?);
-            let (prog, _) = program(&words);
-            Some(prog.to_string())
-        })
+    deciding(command)
+        .1
+        .and_then(|stages| Some(program(stages.first()?).0.into_owned()))
         .unwrap_or_default()
 }
 
-fn classify_stage(words: &[Cow<str>], raw: &str, line: &str) -> CmdKind {
-    let (prog, args) = program(words);
+/// A `sed -n` stage that does not edit in place: a ranged read.
+fn is_ranged_sed(stage: &str) -> bool {
+    let (prog, args) = program(stage);
+    if prog != "sed" {
+        return false;
+    }
+    let args: Vec<_> = args.collect();
+    has_flag(&args, 'n') && !has_flag(&args, 'i')
+}
+
+fn classify_stage(raw: &str, line: &str) -> CmdKind {
+    let (prog, args) = program(raw);
+    let args: Vec<Cow<str>> = args.collect();
+    let args = args.as_slice();
     let redirects_to_file = writes_file(raw) || (line.contains("<<") && writes_file(line));
-    match prog {
+    match prog.as_ref() {
         "cat" if redirects_to_file => CmdKind::Edit,
         "cat" if has_flag(args, 'n') => CmdKind::CatN,
         "nl" => CmdKind::CatN,
@@ -190,29 +188,35 @@ fn classify_stage(words: &[Cow<str>], raw: &str, line: &str) -> CmdKind {
     }
 }
 
-/// The program of a stage and its arguments, looking through wrappers.
-fn program<'a>(words: &'a [Cow<'a, str>]) -> (&'a str, &'a [Cow<'a, str>]) {
-    let mut i = 0;
-    while i < words.len() {
-        let w = words[i].as_ref();
-        if w.contains('=') && !w.starts_with('-') && !w.starts_with('=') {
-            i += 1; // VAR=value prefix
-        } else if w == "sudo" || w == "env" || w == "command" || w == "exec" {
-            i += 1;
-        } else if w == "timeout" {
-            i += 1;
-            while i < words.len()
-                && (words[i].starts_with('-')
-                    || words[i].chars().next().is_some_and(|c| c.is_ascii_digit()))
-            {
-                i += 1;
-            }
-        } else {
-            let prog = w.rsplit('/').next().unwrap_or(w);
-            return (prog, &words[i + 1..]);
+/// The program of a stage, looking through wrappers (`VAR=1`, `sudo`,
+/// `timeout 60`), and the words after it, split only as they are read.
+fn program(stage: &str) -> (Cow<'_, str>, std::iter::Peekable<Words<'_>>) {
+    let mut words = Words { stage, at: 0 }.peekable();
+    while let Some(w) = words.next() {
+        if (w.contains('=') && !w.starts_with('-') && !w.starts_with('='))
+            || matches!(w.as_ref(), "sudo" | "env" | "command" | "exec")
+        {
+            continue; // a VAR=value prefix or a wrapper
         }
+        if w == "timeout" {
+            while words
+                .next_if(|w| {
+                    w.starts_with('-') || w.chars().next().is_some_and(|c| c.is_ascii_digit())
+                })
+                .is_some()
+            {}
+            continue;
+        }
+        let prog = match w {
+            Cow::Borrowed(w) => Cow::Borrowed(w.rsplit('/').next().unwrap_or(w)),
+            Cow::Owned(w) if w.contains('/') => {
+                Cow::Owned(w.rsplit('/').next().unwrap_or("").to_string())
+            }
+            owned => owned,
+        };
+        return (prog, words);
     }
-    ("", &[])
+    (Cow::Borrowed(""), words)
 }
 
 /// A short flag given alone (`-n`) or combined (`-rn`), before any `--`.
@@ -309,47 +313,61 @@ fn split_chain(line: &str) -> Vec<Vec<&str>> {
         .collect()
 }
 
-/// Whitespace-separated words with surrounding quotes removed (borrowed
-/// where a word has no quotes).
-fn words_of(stage: &str) -> Vec<Cow<'_, str>> {
-    let mut words = Vec::new();
-    let mut cur = String::new();
-    let mut quote: Option<char> = None;
-    let mut quoted = false;
-    let mut word_start: Option<usize> = None;
-    let mut end_word = |start: usize, end: usize, quoted: bool, cur: &mut String| {
-        words.push(if quoted {
-            Cow::Owned(std::mem::take(cur))
-        } else {
-            cur.clear();
-            Cow::Borrowed(&stage[start..end])
-        });
-    };
-    for (i, c) in stage.char_indices() {
-        match quote {
-            Some(q) if c == q => quote = None,
-            Some(_) => cur.push(c),
-            None if c == '\'' || c == '"' => {
-                quote = Some(c);
-                quoted = true;
-                word_start.get_or_insert(i);
-            }
-            None if c.is_whitespace() => {
-                if let Some(start) = word_start.take() {
-                    end_word(start, i, quoted, &mut cur);
-                    quoted = false;
+/// A stage's whitespace-separated words with surrounding quotes removed,
+/// one at a time (borrowed where a word has no quotes).
+struct Words<'a> {
+    stage: &'a str,
+    at: usize,
+}
+
+impl<'a> Iterator for Words<'a> {
+    type Item = Cow<'a, str>;
+
+    fn next(&mut self) -> Option<Cow<'a, str>> {
+        let stage = self.stage;
+        let bytes = stage.as_bytes();
+        // The word's text, once it holds a quote (else it is a slice).
+        let mut unquoted: Option<String> = None;
+        let mut quote: Option<char> = None;
+        let mut start: Option<usize> = None;
+        let word = |start: usize, end: usize, unquoted: Option<String>| match unquoted {
+            Some(text) => Cow::Owned(text),
+            None => Cow::Borrowed(&stage[start..end]),
+        };
+        let mut i = self.at;
+        while i < bytes.len() {
+            let (c, len) = if bytes[i].is_ascii() {
+                (bytes[i] as char, 1)
+            } else {
+                let c = stage[i..].chars().next().expect("a char at a boundary");
+                (c, c.len_utf8())
+            };
+            match quote {
+                Some(q) if c == q => quote = None,
+                Some(_) => unquoted.as_mut().expect("set at the quote").push(c),
+                None if c == '\'' || c == '"' => {
+                    quote = Some(c);
+                    let from = *start.get_or_insert(i);
+                    unquoted.get_or_insert_with(|| stage[from..i].to_string());
+                }
+                None if c.is_whitespace() => {
+                    if let Some(from) = start {
+                        self.at = i + len;
+                        return Some(word(from, i, unquoted));
+                    }
+                }
+                None => {
+                    if let Some(text) = unquoted.as_mut() {
+                        text.push(c);
+                    }
+                    start.get_or_insert(i);
                 }
             }
-            None => {
-                cur.push(c);
-                word_start.get_or_insert(i);
-            }
+            i += len;
         }
+        self.at = bytes.len();
+        start.map(|from| word(from, bytes.len(), unquoted))
     }
-    if let Some(start) = word_start {
-        end_word(start, stage.len(), quoted, &mut cur);
-    }
-    words
 }
 
 #[cfg(test)]
@@ -421,6 +439,20 @@ mod tests {
         for (cmd, want) in cases {
             assert_eq!(command_head(cmd), want, "{cmd:?}");
         }
+    }
+
+    #[test]
+    fn words_drop_quotes_and_split_on_any_whitespace() {
+        let words: Vec<Cow<str>> = Words {
+            stage: "a  'b c'd -name=\"*.py\" ''\u{3000}é\tx 'open y",
+            at: 0,
+        }
+        .collect();
+        assert_eq!(words, ["a", "b cd", "-name=*.py", "", "é", "x", "open y"]);
+        assert!(matches!(words[0], Cow::Borrowed(_)));
+        let (prog, rest) = program("TZ=UTC timeout -s 9 60 /usr/bin/'grep' -rn x");
+        assert_eq!(prog, "grep");
+        assert_eq!(rest.collect::<Vec<_>>(), ["-rn", "x"]);
     }
 
     #[test]

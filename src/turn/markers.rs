@@ -20,6 +20,10 @@ static SUBMIT: LazyLock<Regex> = LazyLock::new(|| {
     ))
     .expect("submit regex")
 });
+/// Literals one of which every marker `SUBMIT` matches holds: most commands
+/// hold none, and the regex is not run on them.
+const MARKER_PARTS: [&str; 2] = ["SUBMIT", "MINI_SWE_AGENT_FINAL_OUTPUT"];
+
 static OBS_MARKER: LazyLock<Regex> = LazyLock::new(|| {
     let alts = SUBMIT_MARKERS.join("|");
     Regex::new(&format!(r#"^(?:{alts}|SUBMIT_TASK_[0-9a-fA-F]{{8}})\s*$"#)).expect("marker regex")
@@ -31,7 +35,7 @@ static OBS_MARKER: LazyLock<Regex> = LazyLock::new(|| {
 /// an `echo` or `printf` in one segment of the command. `extra_marker` is a
 /// run's own marker (Albedo's `submit_marker`), if any.
 pub fn is_submit_command(command: &str, extra_marker: Option<&str>) -> bool {
-    if SUBMIT.is_match(command) {
+    if MARKER_PARTS.iter().any(|part| command.contains(part)) && SUBMIT.is_match(command) {
         return true;
     }
     match extra_marker {
@@ -154,6 +158,17 @@ pub fn think_unclosed(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_marker_holds_a_part_the_regex_is_run_for() {
+        for marker in SUBMIT_MARKERS.iter().chain(&["SUBMIT_TASK_0123abcd"]) {
+            assert!(MARKER_PARTS.iter().any(|p| marker.contains(p)), "{marker}");
+            assert!(
+                is_submit_command(&format!("echo {marker}"), None),
+                "{marker}"
+            );
+        }
+    }
 
     #[test]
     fn submit_table() {
