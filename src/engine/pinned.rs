@@ -133,12 +133,23 @@ impl PinnedTable {
         for c in &files.partition_cols {
             schema.field_with_name(c)?;
         }
+        // Where the table's strings are views, a partition column's are too:
+        // a view of a short value holds it inline, and grouping by it does
+        // not copy the value into every row.
+        let views = schema
+            .fields()
+            .iter()
+            .any(|f| f.data_type() == &DataType::Utf8View);
         let fields: Vec<FieldRef> = schema
             .fields()
             .iter()
             .map(|f| match f.data_type() {
                 DataType::Dictionary(_, value) if files.partition_cols.contains(f.name()) => {
-                    Arc::new(f.as_ref().clone().with_data_type(value.as_ref().clone()))
+                    let value = match value.as_ref() {
+                        DataType::Utf8 if views => DataType::Utf8View,
+                        other => other.clone(),
+                    };
+                    Arc::new(f.as_ref().clone().with_data_type(value))
                 }
                 _ => Arc::clone(f),
             })
@@ -515,6 +526,27 @@ mod tests {
             in_sequence: false,
         };
         PinnedTable::new(Arc::new(schema), files).unwrap()
+    }
+
+    #[test]
+    fn a_partition_column_reads_as_views_where_the_table_does() {
+        let dictionary = DataType::Dictionary(Box::new(DataType::UInt16), Box::new(DataType::Utf8));
+        let files = partitioned(&[("a", Some("albedo"))]).files;
+        let table = |text: DataType| {
+            let schema = Schema::new(vec![
+                Field::new("kind", text, true),
+                Field::new("source", dictionary.clone(), true),
+            ]);
+            let table = PinnedTable::new(Arc::new(schema), files.clone()).unwrap();
+            table
+                .schema()
+                .field_with_name("source")
+                .unwrap()
+                .data_type()
+                .clone()
+        };
+        assert_eq!(table(DataType::Utf8View), DataType::Utf8View);
+        assert_eq!(table(DataType::Utf8), DataType::Utf8);
     }
 
     #[test]
