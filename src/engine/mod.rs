@@ -159,15 +159,26 @@ pub async fn bounded_session(
     if lake.cluster().is_some() {
         return session(lake).await;
     }
-    // One partition: one sorter gets the whole budget (the consumer of the
-    // stream is what runs on every core), and it keeps a share of it aside
-    // to merge what it spilled.
+    // Files are read, joined and checked on every core, and the partitions
+    // meet in one sort, which gets the whole budget and keeps a share of it
+    // aside to merge what it spilled: a sort per partition would split the
+    // budget, and a stream read on one core left the other idle while a
+    // writer waited on it.
     // Plain strings, as in a step: the joins of a stream build on the rows
     // it reads, and over views each batch a join put out kept buffers of its
     // own, several times the rows' bytes.
-    sorting_within(lake, limit, budget::SpillingBudget::new, |config| {
-        config.with_target_partitions(1).with_batch_size(batch_rows)
-    })
+    let partitions = std::thread::available_parallelism().map_or(1, |n| n.get());
+    sorting_within(
+        lake,
+        limit.div_ceil(partitions),
+        budget::SpillingBudget::new,
+        |mut config| {
+            config.options_mut().optimizer.repartition_sorts = false;
+            config
+                .with_target_partitions(partitions)
+                .with_batch_size(batch_rows)
+        },
+    )
     .await
 }
 
