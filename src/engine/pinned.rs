@@ -72,8 +72,9 @@ pub struct PinnedFiles {
 
 /// A table provider over [`PinnedFiles`], with the schema the lake's own
 /// Delta provider gives the same version (so plans and results match),
-/// except that partition columns are plain values, not dictionaries:
-/// DataFusion groups dictionaries row by row, plain strings column-wise.
+/// except that partition columns are plain values (string views where the
+/// table's strings are views), not dictionaries: DataFusion groups
+/// dictionaries row by row, plain strings column-wise.
 /// Filters on partition columns alone prune files before the scan (and are
 /// then fully applied: no filter runs above the scan, and a count over a
 /// partition comes from its files' row counts); the others reach the Parquet
