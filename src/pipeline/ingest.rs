@@ -364,6 +364,16 @@ impl Buffer {
         }
     }
 
+    /// An empty buffer whose message and turn columns have room for what
+    /// this one holds: flushes are alike in size.
+    fn next(&self) -> Buffer {
+        Buffer {
+            messages: self.messages.sized_like(),
+            turns: self.turns.sized_like(),
+            ..Buffer::new()
+        }
+    }
+
     fn full(&self) -> bool {
         self.trajectories.len() >= self.flush_at || self.message_bytes >= FLUSH_BYTES
     }
@@ -438,7 +448,8 @@ impl Flusher {
         if !buf.holds_rows() {
             return Ok(());
         }
-        let batches = std::mem::replace(buf, Buffer::new()).into_batches()?;
+        let next = buf.next();
+        let batches = std::mem::replace(buf, next).into_batches()?;
         self.wait().await?;
         let mut writer = self.writer.take().expect("no write in flight");
         let lake = self.lake.clone();

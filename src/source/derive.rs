@@ -1,6 +1,8 @@
 //! From one normalized trajectory to its `trajectories`, `messages` and
 //! `turns` rows, applying the turn rules of `crate::turn` once.
 
+use std::borrow::Cow;
+
 use sha2::{Digest, Sha256};
 
 use crate::digest::{fields_sha, stored_hex, stored_hex_digits};
@@ -8,8 +10,8 @@ use crate::digest::{fields_sha, stored_hex, stored_hex_digits};
 use super::json::{FieldError, FieldResult};
 use super::rows::{MessageRow, TrajectoryRow, TurnRow};
 use crate::turn::{
-    action_text, detect_obs_format, extract_bash_blocks, loop_metrics,
-    loops::{normalize_command, repeat_flags},
+    action_text, detect_obs_format, extract_bash_blocks,
+    loops::{loop_metrics_normalized, normalize_command, repeat_flags},
     observation_outcome, submit_signal, think_unclosed, turn_kind, ObsFormat, ObsOutcome,
 };
 
@@ -75,6 +77,9 @@ pub struct RawTrajectory {
     /// The rendered prompt the model was given, byte-exact, where recorded.
     pub prompt_text: Option<String>,
     pub messages: Vec<RawMessage>,
+    /// [`messages_sha`] of `messages`, where the reader took it for the id:
+    /// `derive` reuses it instead of hashing every message again.
+    pub messages_sha: Option<String>,
 }
 
 /// The rows one trajectory contributes to the lake.
@@ -147,8 +152,12 @@ pub fn derive_checked(raw: RawTrajectory) -> FieldResult<TrajectoryRows> {
     })
 }
 
-pub fn derive(raw: RawTrajectory) -> TrajectoryRows {
-    let traj_sha = messages_sha(&raw.messages);
+pub fn derive(mut raw: RawTrajectory) -> TrajectoryRows {
+    let traj_sha = raw
+        .messages_sha
+        .take()
+        .unwrap_or_else(|| messages_sha(&raw.messages));
+    debug_assert_eq!(traj_sha, messages_sha(&raw.messages));
     let mut content_shas = Vec::with_capacity(raw.messages.len());
     let mut chain = Sha256::new();
     let mut turn_shas = Vec::new();
@@ -271,32 +280,36 @@ pub fn derive(raw: RawTrajectory) -> TrajectoryRows {
             parsed,
         });
     }
-    let repeats = {
-        let commands: Vec<Option<&str>> = turns
+    // Loop metrics: over scored outputs for a judged side, else over every turn.
+    let scored_only = turns.iter().any(|t| t.candidate_n.is_some());
+    let (repeats, same_as_prev, metrics) = {
+        // Each command in the form repeats compare, taken once per turn.
+        let normal: Vec<Option<Cow<str>>> = turns
             .iter()
-            .map(|t| {
-                if t.is_submit {
-                    None
-                } else {
-                    t.command.as_deref()
-                }
-            })
+            .map(|t| t.command.as_deref().map(normalize_command))
             .collect();
-        repeat_flags(&commands)
+        let repeats = repeat_flags(
+            turns
+                .iter()
+                .zip(&normal)
+                .map(|(t, n)| n.as_deref().filter(|_| !t.is_submit)),
+        );
+        let same_as_prev: Vec<bool> = (0..normal.len())
+            .map(|i| i > 0 && normal[i].is_some() && normal[i - 1] == normal[i])
+            .collect();
+        let metrics = loop_metrics_normalized(
+            turns
+                .iter()
+                .zip(&normal)
+                .filter(|(t, _)| !t.is_submit && (!scored_only || t.candidate_n.is_some()))
+                .filter_map(|(_, n)| n.as_deref()),
+        );
+        (repeats, same_as_prev, metrics)
     };
     for (turn, rep) in turns.iter_mut().zip(repeats) {
         turn.is_repeat = rep;
     }
-    link_neighbours(&mut turns);
-
-    // Loop metrics: over scored outputs for a judged side, else over every turn.
-    let scored_only = turns.iter().any(|t| t.candidate_n.is_some());
-    let metrics = loop_metrics(
-        turns
-            .iter()
-            .filter(|t| !t.is_submit && (!scored_only || t.candidate_n.is_some()))
-            .filter_map(|t| t.command.as_deref()),
-    );
+    link_neighbours(&mut turns, &same_as_prev);
     let n_scored = if scored_only {
         candidate
     } else {
@@ -367,8 +380,9 @@ pub fn derive(raw: RawTrajectory) -> TrajectoryRows {
 /// What each turn inherits from the ones before it: the previous observation's
 /// failure (and how many failed in a row, over the whole trajectory, shared
 /// context included), whether the two commands before it are one repeat run,
-/// whether this command equals the previous one; and which turn is last.
-fn link_neighbours(turns: &mut [TurnRow]) {
+/// whether this command equals the previous one (`same_as_prev`, as repeats
+/// compare them); and which turn is last.
+fn link_neighbours(turns: &mut [TurnRow], same_as_prev: &[bool]) {
     let mut failures = 0;
     for i in 0..turns.len() {
         if i > 0 {
@@ -379,10 +393,7 @@ fn link_neighbours(turns: &mut [TurnRow]) {
             cur.prev_failed = failed;
             cur.prior_failures = failures;
             cur.after_repeat_run = prev.repeats_prev;
-            cur.repeats_prev = match (&prev.command, &cur.command) {
-                (Some(a), Some(b)) => normalize_command(a) == normalize_command(b),
-                _ => false,
-            };
+            cur.repeats_prev = same_as_prev[i];
         }
     }
     if let Some(last) = turns.last_mut() {

@@ -206,6 +206,7 @@ fn trajectory(
         input_file: path.to_string(),
         input_row: Some(line),
         messages,
+        messages_sha: Some(sha),
         ..Default::default()
     }
 }

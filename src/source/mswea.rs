@@ -129,6 +129,7 @@ pub fn trajectory(v: &Value, path: &Location) -> FieldResult<RawTrajectory> {
         input_file: path.to_string(),
         tools: used_tools.then(|| BASH_TOOL.to_string()),
         messages,
+        messages_sha: Some(sha),
         ..Default::default()
     })
 }

@@ -4,9 +4,10 @@
 
 use arrow::array::{
     ArrayBuilder, ArrayRef, BinaryArray, BooleanArray, BooleanBuilder, Float64Array,
-    Float64Builder, Int32Array, Int32Builder, Int64Array, Int64Builder, ListBuilder, StringArray,
-    StringBuilder,
+    Float64Builder, Int32Array, Int32Builder, Int64Array, Int64Builder, ListBuilder,
+    PrimitiveBuilder, StringArray, StringBuilder,
 };
+use arrow::datatypes::ArrowPrimitiveType;
 use arrow::error::ArrowError;
 use arrow::record_batch::RecordBatch;
 use std::sync::Arc;
@@ -276,6 +277,41 @@ pub fn evals_batch(r: &[EvalRow]) -> Result<RecordBatch, LakeError> {
     )
 }
 
+/// An empty builder with room for what `self` holds and an eighth more: the
+/// next flush's columns are sized by the last one's, so they are not grown
+/// (and copied) by doubling, row after row.
+trait SizedLike {
+    fn sized_like(&self) -> Self;
+}
+
+fn headroom(n: usize) -> usize {
+    n + n / 8
+}
+
+impl SizedLike for StringBuilder {
+    fn sized_like(&self) -> Self {
+        StringBuilder::with_capacity(headroom(self.len()), headroom(self.values_slice().len()))
+    }
+}
+
+impl<T: ArrowPrimitiveType> SizedLike for PrimitiveBuilder<T> {
+    fn sized_like(&self) -> Self {
+        PrimitiveBuilder::with_capacity(headroom(self.len()))
+    }
+}
+
+impl SizedLike for BooleanBuilder {
+    fn sized_like(&self) -> Self {
+        BooleanBuilder::with_capacity(headroom(self.len()))
+    }
+}
+
+impl SizedLike for ListBuilder<StringBuilder> {
+    fn sized_like(&self) -> Self {
+        ListBuilder::with_capacity(self.values_ref().sized_like(), headroom(self.len()))
+    }
+}
+
 /// A builder's column, for [`batch`].
 fn column(b: &mut dyn ArrayBuilder) -> ArrayRef {
     b.finish()
@@ -412,6 +448,27 @@ pub struct MessageColumns {
 }
 
 impl MessageColumns {
+    /// Empty columns with room for what these hold (see [`SizedLike`]).
+    pub fn sized_like(&self) -> MessageColumns {
+        MessageColumns {
+            traj_id: self.traj_id.sized_like(),
+            source: self.source.sized_like(),
+            idx: self.idx.sized_like(),
+            role: self.role.sized_like(),
+            content: self.content.sized_like(),
+            reasoning_content: self.reasoning_content.sized_like(),
+            tool_calls: self.tool_calls.sized_like(),
+            score_target: self.score_target.sized_like(),
+            environment_observation: self.environment_observation.sized_like(),
+            is_context: self.is_context.sized_like(),
+            content_sha: self.content_sha.sized_like(),
+            tool_call_id: self.tool_call_id.sized_like(),
+            recovered: self.recovered.sized_like(),
+            fields_sha: self.fields_sha.sized_like(),
+            extra: self.extra.sized_like(),
+        }
+    }
+
     pub fn push(&mut self, x: &MessageRow) {
         self.traj_id.append_value(&x.traj_id);
         self.source.append_value(&x.source);
@@ -525,6 +582,35 @@ impl Default for TurnColumns {
 }
 
 impl TurnColumns {
+    /// Empty columns with room for what these hold (see [`SizedLike`]).
+    pub fn sized_like(&self) -> TurnColumns {
+        TurnColumns {
+            traj_id: self.traj_id.sized_like(),
+            source: self.source.sized_like(),
+            t: self.t.sized_like(),
+            msg_idx: self.msg_idx.sized_like(),
+            candidate_n: self.candidate_n.sized_like(),
+            command: self.command.sized_like(),
+            n_bash_blocks: self.n_bash_blocks.sized_like(),
+            cmd_kind: self.cmd_kind.sized_like(),
+            obs_failed: self.obs_failed.sized_like(),
+            returncode: self.returncode.sized_like(),
+            think_unclosed: self.think_unclosed.sized_like(),
+            is_submit: self.is_submit.sized_like(),
+            submit_signal: self.submit_signal.sized_like(),
+            is_repeat: self.is_repeat.sized_like(),
+            repeats_prev: self.repeats_prev.sized_like(),
+            prev_failed: self.prev_failed.sized_like(),
+            after_repeat_run: self.after_repeat_run.sized_like(),
+            prior_failures: self.prior_failures.sized_like(),
+            is_last: self.is_last.sized_like(),
+            turn_sha: self.turn_sha.sized_like(),
+            commands: self.commands.sized_like(),
+            format_error: self.format_error.sized_like(),
+            parsed: self.parsed.sized_like(),
+        }
+    }
+
     pub fn push(&mut self, x: &TurnRow) {
         self.traj_id.append_value(&x.traj_id);
         self.source.append_value(&x.source);

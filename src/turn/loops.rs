@@ -59,20 +59,21 @@ pub fn normalize_command(command: &str) -> Cow<'_, str> {
 }
 
 pub fn loop_metrics<'a>(commands: impl IntoIterator<Item = &'a str>) -> LoopMetrics {
+    let normal: Vec<Cow<str>> = commands.into_iter().map(normalize_command).collect();
+    loop_metrics_normalized(normal.iter().map(|c| c.as_ref()))
+}
+
+/// [`loop_metrics`] of commands already in [`normalize_command`]'s form.
+pub fn loop_metrics_normalized<'a>(normal: impl IntoIterator<Item = &'a str>) -> LoopMetrics {
     let mut seen = HashSet::new();
     let (mut total, mut run, mut max_run) = (0u32, 0u32, 0u32);
-    let mut prev: Option<Cow<str>> = None;
-    for c in commands {
-        let n = normalize_command(c);
+    let mut prev: Option<&str> = None;
+    for n in normal {
         total += 1;
-        run = if prev.as_ref() == Some(&n) {
-            run + 1
-        } else {
-            1
-        };
+        run = if prev == Some(n) { run + 1 } else { 1 };
         max_run = max_run.max(run);
-        if prev.as_ref() != Some(&n) {
-            seen.insert(n.clone());
+        if prev != Some(n) {
+            seen.insert(n);
         }
         prev = Some(n);
     }
@@ -87,15 +88,13 @@ pub fn loop_metrics<'a>(commands: impl IntoIterator<Item = &'a str>) -> LoopMetr
     }
 }
 
-/// For each command, whether an identical command came earlier (`None` never repeats).
-pub fn repeat_flags(commands: &[Option<&str>]) -> Vec<bool> {
+/// For each command (in [`normalize_command`]'s form), whether an identical
+/// command came earlier (`None` never repeats).
+pub fn repeat_flags<'a>(normal: impl IntoIterator<Item = Option<&'a str>>) -> Vec<bool> {
     let mut seen = HashSet::new();
-    commands
-        .iter()
-        .map(|c| match c {
-            Some(c) => !seen.insert(normalize_command(c)),
-            None => false,
-        })
+    normal
+        .into_iter()
+        .map(|c| c.is_some_and(|c| !seen.insert(c)))
         .collect()
 }
 
@@ -144,14 +143,16 @@ mod tests {
 
     #[test]
     fn repeats() {
-        let flags = repeat_flags(&[
+        let commands = [
             Some("ls"),
             None,
             Some("cat x"),
             Some(" ls "),
             None,
             Some("cat x"),
-        ]);
+        ];
+        let normal: Vec<_> = commands.iter().map(|c| c.map(normalize_command)).collect();
+        let flags = repeat_flags(normal.iter().map(|c| c.as_deref()));
         assert_eq!(flags, vec![false, false, false, true, false, true]);
     }
 }
