@@ -455,7 +455,8 @@ impl Flusher {
         let lake = self.lake.clone();
         self.in_flight = Some(tokio::spawn(async move {
             let written = write_batches(&lake, &mut writer, batches).await;
-            release_freed_memory();
+            // malloc_trim walks every arena: off the runtime's threads.
+            let _ = tokio::task::spawn_blocking(release_freed_memory).await;
             (writer, written)
         }));
         Ok(())
