@@ -22,6 +22,7 @@ use std::sync::Arc;
 use arrow::record_batch::RecordBatch;
 use datafusion::dataframe::DataFrame;
 use datafusion::datasource::MemTable;
+use datafusion::execution::memory_pool::TrackConsumersPool;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::logical_expr::{CreateMemoryTable, DdlStatement, LogicalPlan};
@@ -167,13 +168,20 @@ pub async fn bounded_session(
     // Plain strings, as in a step: the joins of a stream build on the rows
     // it reads, and over views each batch a join put out kept buffers of its
     // own, several times the rows' bytes.
+    // Its joins build on the rows streamed (a few dozen bytes each) and
+    // probe the lake's messages and turns as the files are read: joined by
+    // partition, the probe side went through a hash repartition, which
+    // copied every message and, while one partition's join still built,
+    // held what the other's was sent until the sorts' budget ran out.
     let partitions = std::thread::available_parallelism().map_or(1, |n| n.get());
     sorting_within(
         lake,
         limit.div_ceil(partitions),
         budget::SpillingBudget::new,
         |mut config| {
-            config.options_mut().optimizer.repartition_sorts = false;
+            let optimizer = &mut config.options_mut().optimizer;
+            optimizer.repartition_sorts = false;
+            optimizer.repartition_joins = false;
             config
                 .with_target_partitions(partitions)
                 .with_batch_size(batch_rows)
@@ -224,7 +232,12 @@ async fn sorting_within(
     let budget = per_sort * config.target_partitions();
     let runtime = RuntimeEnvBuilder::new()
         .with_metadata_cache_limit(metadata_cache(lake))
-        .with_memory_pool(Arc::new(pool(budget, merge_reserve)))
+        // An error names the consumers holding the most, so a budget that
+        // ran out says what took it.
+        .with_memory_pool(Arc::new(TrackConsumersPool::new(
+            pool(budget, merge_reserve),
+            std::num::NonZeroUsize::new(5).expect("5 is not zero"),
+        )))
         .build_arc()
         .map_err(EngineError::query("creating a memory-bounded session"))?;
     let ctx = local(SessionContext::new_with_config_rt(config, runtime));
@@ -485,4 +498,53 @@ async fn memory_table(
         }
     }
     MemTable::try_new(schema, partitions)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::physical_plan::displayable;
+
+    #[tokio::test]
+    async fn a_streams_joins_build_on_one_side_and_probe_the_other_unrepartitioned() {
+        let dir = tempfile::tempdir().unwrap();
+        let lake = Lake::open(dir.path().to_str().unwrap()).unwrap();
+        let ctx = bounded_session(&lake, 16 << 20, 512).await.unwrap();
+        // Several partitions on any machine, and tables past the size at which
+        // a join of them would otherwise go by partition.
+        run_sql(
+            &ctx,
+            "SET datafusion.execution.target_partitions = 4",
+            "set",
+        )
+        .await
+        .unwrap();
+        let tables = [
+            "CREATE TABLE keys AS SELECT value AS k FROM generate_series(1, 200000)",
+            "CREATE TABLE lines AS SELECT value % 300000 AS k, repeat('é漢', 20) AS text \
+             FROM generate_series(1, 400000)",
+        ];
+        for create in tables {
+            run_sql(&ctx, create, "create").await.unwrap();
+        }
+        let query = "SELECT l.k, l.text FROM keys k JOIN lines l ON l.k = k.k ORDER BY l.k";
+        let plan = ctx
+            .sql(query)
+            .await
+            .unwrap()
+            .create_physical_plan()
+            .await
+            .unwrap();
+        let shown = displayable(plan.as_ref()).indent(false).to_string();
+        assert!(shown.contains("mode=CollectLeft"), "{shown}");
+        assert!(!shown.contains("partitioning=Hash"), "{shown}");
+        let joined = run_sql(
+            &ctx,
+            "SELECT count(*) AS n FROM keys k JOIN lines l ON l.k = k.k",
+            "n",
+        )
+        .await
+        .unwrap();
+        assert_eq!(crate::columns::i64s(&joined, "n"), vec![Some(300_000)]);
+    }
 }
