@@ -6,10 +6,10 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::memory_pool::{MemoryConsumer, MemoryPool, MemoryReservation};
 
 /// A memory pool that holds to a budget what can spill (sorts; in a stream's
-/// session also its aggregates and nested-loop joins) and the merges of what
-/// sorts spilled (a merge reads as many spill files at once as its
-/// reservation allows: unbudgeted, all of them, so its memory would grow
-/// with the input), and lets the rest take what it needs: hash-join build
+/// session also its aggregates, nested-loop joins and repartitions' queues)
+/// and the merges of what sorts spilled (a merge reads as many spill files
+/// at once as its reservation allows: unbudgeted, all of them, so its memory
+/// would grow with the input), and lets the rest take what it needs: hash-join build
 /// sides (a chunk's rows or the rows being streamed, never a table); a
 /// budget on those would only turn a large mix into an error. A step's
 /// session (`mix`) holds only its sorts to the budget: its report's
