@@ -9,8 +9,8 @@ use datafusion::execution::memory_pool::{MemoryConsumer, MemoryPool, MemoryReser
 /// session also its aggregates, nested-loop joins and repartitions' queues)
 /// and the merges of what sorts spilled (a merge reads as many spill files
 /// at once as its reservation allows: unbudgeted, all of them, so its memory
-/// would grow with the input), and lets the rest take what it needs: hash-join build
-/// sides (a chunk's rows or the rows being streamed, never a table); a
+/// would grow with the input), and lets the rest take what it needs:
+/// hash-join build sides (a chunk's rows or the rows being streamed, never a table); a
 /// budget on those would only turn a large mix into an error. A step's
 /// session (`mix`) holds only its sorts to the budget: its report's
 /// aggregates, on the same runtime, failed rather than spilled once sorts

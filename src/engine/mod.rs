@@ -168,11 +168,10 @@ pub async fn bounded_session(
     // Plain strings, as in a step: the joins of a stream build on the rows
     // it reads, and over views each batch a join put out kept buffers of its
     // own, several times the rows' bytes.
-    // Its joins build on the rows streamed (a few dozen bytes each) and
-    // probe the lake's messages and turns as the files are read: joined by
-    // partition, the probe side went through a hash repartition, which
-    // copied every message and, while one partition's join still built,
-    // held what the other's was sent until the sorts' budget ran out.
+    // Those joins build once (not by partition) and probe the lake's files
+    // as they are read: joined by partition, every message went through a
+    // hash repartition, whose queue for one partition filled the sorts'
+    // budget at 10x the reference.
     let partitions = std::thread::available_parallelism().map_or(1, |n| n.get());
     sorting_within(
         lake,
