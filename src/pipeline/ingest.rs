@@ -12,7 +12,6 @@ use arrow::record_batch::RecordBatch;
 use futures::StreamExt;
 use std::collections::{HashMap, HashSet};
 
-use super::digest_set::DigestSet;
 use super::PipelineError;
 use crate::columns::strings;
 use crate::engine::{self, EngineError};
@@ -105,12 +104,11 @@ struct Known {
 /// The trajectory ids a lake holds and this ingest added, each as a 128-bit
 /// digest: held as strings, the ids of a large lake were a large share of
 /// `ingest`'s memory. Albedo's are kept per eval run, so that a changed run
-/// can drop its own; the others, which grow with the lake, in a
-/// [`DigestSet`].
+/// can drop its own.
 #[derive(Default)]
 struct KnownTrajectories {
     albedo: HashMap<u128, HashSet<u128>>,
-    others: DigestSet,
+    others: HashSet<u128>,
 }
 
 impl KnownTrajectories {
@@ -136,7 +134,7 @@ impl KnownTrajectories {
 
     /// Forget a trajectory of another source than Albedo (its rows were dropped).
     fn forget(&mut self, traj_id: &str) {
-        self.others.remove(super::id_digest(traj_id));
+        self.others.remove(&super::id_digest(traj_id));
     }
 
     /// Forget the trajectories of eval run `eval_run_id`.

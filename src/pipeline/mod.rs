@@ -3,7 +3,6 @@
 
 pub mod buckets;
 pub mod credit;
-mod digest_set;
 pub mod harvest;
 pub mod ingest;
 pub mod lake_state;
