@@ -127,7 +127,9 @@ pub fn run() -> anyhow::Result<ExitCode> {
         messages: cli.max_messages,
         follow: cli.follow,
     });
-    if !matches!(cli.command, Command::Ingest { .. } | Command::Build(_)) {
+    if matches!(cli.command, Command::Ingest { .. } | Command::Build(_)) {
+        map_large_allocations();
+    } else {
         limit_malloc_arenas();
     }
     bound_lake_write_queue();
@@ -154,6 +156,24 @@ fn bound_lake_write_queue() {
         );
     }
 }
+
+/// Ingest's allocations of [`MMAP_THRESHOLD_BYTES`] and more each get pages
+/// of their own (unless `MALLOC_MMAP_THRESHOLD_` says otherwise), given back
+/// whole when freed. glibc otherwise raises that threshold to the largest
+/// block freed, up to 32 MB, so a flush's column buffers landed in the heaps
+/// between smaller blocks, and the heaps grew with the ingest's length
+/// (bench/README.md).
+fn map_large_allocations() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    if std::env::var_os("MALLOC_MMAP_THRESHOLD_").is_none() {
+        // SAFETY: a malloc setting, changed while this is the only thread.
+        unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES) };
+    }
+}
+
+/// See [`map_large_allocations`].
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+const MMAP_THRESHOLD_BYTES: libc::c_int = 4 << 20;
 
 /// One glibc malloc arena per core, set before any thread starts (unless
 /// `MALLOC_ARENA_MAX` says otherwise). With glibc's default of eight per
