@@ -127,11 +127,6 @@ pub fn run() -> anyhow::Result<ExitCode> {
         messages: cli.max_messages,
         follow: cli.follow,
     });
-    if matches!(cli.command, Command::Ingest { .. } | Command::Build(_)) {
-        map_large_allocations();
-    } else {
-        limit_malloc_arenas();
-    }
     bound_lake_write_queue();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -154,41 +149,6 @@ fn bound_lake_write_queue() {
             "DELTARS_WRITER_BATCH_CHANNEL_SIZE",
             LAKE_WRITE_QUEUE_BATCHES,
         );
-    }
-}
-
-/// Ingest's allocations of [`MMAP_THRESHOLD_BYTES`] and more each get pages
-/// of their own (unless `MALLOC_MMAP_THRESHOLD_` says otherwise), given back
-/// whole when freed. glibc otherwise raises that threshold to the largest
-/// block freed, up to 32 MB, so a flush's column buffers landed in the heaps
-/// between smaller blocks, and the heaps grew with the ingest's length
-/// (bench/README.md).
-fn map_large_allocations() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    if std::env::var_os("MALLOC_MMAP_THRESHOLD_").is_none() {
-        // SAFETY: a malloc setting, changed while this is the only thread.
-        unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES) };
-    }
-}
-
-/// See [`map_large_allocations`].
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-const MMAP_THRESHOLD_BYTES: libc::c_int = 4 << 20;
-
-/// One glibc malloc arena per core, set before any thread starts (unless
-/// `MALLOC_ARENA_MAX` says otherwise). With glibc's default of eight per
-/// core, each tokio and rayon thread keeps freed memory in a heap of its own,
-/// and a process holds far more resident than it uses. Ingest (and `build`,
-/// which ingests) parses on every core and allocates from every thread, and
-/// ran slower with one arena per core, so it keeps glibc's default (figures
-/// in bench/README.md).
-fn limit_malloc_arenas() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let arenas = libc::c_int::try_from(cores).unwrap_or(libc::c_int::MAX);
-        // SAFETY: a malloc setting, changed while this is the only thread.
-        unsafe { libc::mallopt(libc::M_ARENA_MAX, arenas) };
     }
 }
 

@@ -455,8 +455,6 @@ impl Flusher {
         let lake = self.lake.clone();
         self.in_flight = Some(tokio::spawn(async move {
             let written = write_batches(&lake, &mut writer, batches).await;
-            // malloc_trim walks every arena: off the runtime's threads.
-            let _ = tokio::task::spawn_blocking(release_freed_memory).await;
             (writer, written)
         }));
         Ok(())
@@ -484,18 +482,6 @@ impl Flusher {
     async fn flush(&mut self, buf: &mut Buffer) -> Result<&mut Writer, PipelineError> {
         self.start(buf).await?;
         self.wait().await
-    }
-}
-
-/// Hand the memory a flush freed back to the system. glibc keeps freed
-/// memory in the arena of the thread that allocated it, and the rows of a
-/// flush are built on the readers' threads and freed on the writer's, so
-/// without this an ingest's resident memory crept up with its length.
-fn release_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only returns free pages of glibc's heaps to the system.
-    unsafe {
-        libc::malloc_trim(0);
     }
 }
 
