@@ -4,6 +4,8 @@
 # nothing when it is already there.
 #
 #   tmux            the Debian package the sql shell's tests drive it with
+#   make            tikv-jemalloc-sys builds jemalloc (the binary's allocator)
+#                   with its configure script and make
 #   chromium, chromium-driver   the browser and its WebDriver server the
 #                   web app's tests (`turnlake serve`) drive, headless
 #   cmake, libclang-dev   Debian packages xgboost-rs-sys needs to build the
@@ -40,8 +42,9 @@ FEATURES="${TURNLAKE_FEATURES-train,scorer,cluster}"
 wants() { [[ ",${FEATURES// /,}," == *",$1,"* || ",${FEATURES// /,}," == *",default,"* ]]; }
 # tmux: the tests drive the sql shell through its pseudo-terminal;
 # util-linux: setpriv, unshare and mount, for the tests of unreadable files
-# and of a full disk; chromium and its driver: the web app's browser tests.
-DEBIAN_PACKAGES=(tmux util-linux chromium chromium-driver)
+# and of a full disk; chromium and its driver: the web app's browser tests;
+# make: jemalloc's build.
+DEBIAN_PACKAGES=(tmux util-linux make chromium chromium-driver)
 if wants scorer; then DEBIAN_PACKAGES+=(cmake libclang-dev g++); fi
 
 missing=()
