@@ -5,19 +5,18 @@
 //! The `tokenizers` pipeline keeps a per-byte alignment vector through every
 //! split and transform so it can report offsets; in `validate` that
 //! bookkeeping (allocations, copies, realloc) took more time than the regex
-//! and the merges together. Here the same regex splits the text, each byte of
-//! a pre-token becomes its byte-level character, the tokenizer's own BPE model
-//! (with its cache) merges it, and each token's offsets are the range of the
-//! original characters its bytes come from, which is what `tokenizers`
-//! reports. Tokenizers of any other shape keep the full pipeline; the tests
-//! compare the two on text of every kind.
+//! and the merges together. Here the same regex splits the text, the
+//! tokenizer's own merges join each pre-token's bytes (`merges`), and each
+//! token's offsets are the range of the original characters its bytes come
+//! from, which is what `tokenizers` reports. Tokenizers of any other shape
+//! keep the full pipeline; the tests compare the two on text of every kind.
 
 use fancy_regex::Regex;
 use serde_json::Value;
-use tokenizers::models::bpe::BPE;
 use tokenizers::models::ModelWrapper;
-use tokenizers::{Model, Tokenizer};
+use tokenizers::Tokenizer;
 
+use super::merges::Merges;
 use super::Encoded;
 
 /// The split `ByteLevel` makes when its `use_regex` is set (GPT-2's pattern,
@@ -36,8 +35,7 @@ enum Split {
 /// The pre-tokenization of a byte-level BPE tokenizer.
 pub struct ByteLevelBpe {
     split: Split,
-    /// Each byte as its byte-level character, UTF-8 encoded.
-    byte_chars: Vec<String>,
+    merges: Merges,
 }
 
 /// GPT-2's byte-to-character table: printable bytes stand for themselves,
@@ -119,23 +117,21 @@ impl ByteLevelBpe {
         };
         Some(ByteLevelBpe {
             split,
-            byte_chars: byte_chars(),
+            merges: Merges::of(bpe, &byte_chars())?,
         })
     }
 
     /// The ids of `text` (which holds no added token) and each one's byte
     /// range in it; `None` where the regex gives up on the text (it hit its
     /// backtracking limit), which `tokenizers` handles its own way.
-    pub fn encode(&self, bpe: &BPE, text: &str) -> Option<Result<Encoded, String>> {
+    pub fn encode(&self, text: &str) -> Option<Encoded> {
         let mut out = Encoded::default();
         let regex = match &self.split {
             Split::Gpt2 => {
                 for (start, end) in super::gpt2_split::pieces(text) {
-                    if let Err(e) = self.encode_pretoken(bpe, text, start, end, &mut out) {
-                        return Some(Err(e));
-                    }
+                    self.encode_pretoken(text, start, end, &mut out);
                 }
-                return Some(Ok(out));
+                return Some(out);
             }
             Split::Regex(regex) => regex,
         };
@@ -143,41 +139,16 @@ impl ByteLevelBpe {
         for m in regex.find_iter(text) {
             let m = m.ok()?;
             // `Isolated`: the text between two matches is a pre-token too.
-            if let Err(e) = self.encode_pretoken(bpe, text, at, m.start(), &mut out) {
-                return Some(Err(e));
-            }
-            if let Err(e) = self.encode_pretoken(bpe, text, m.start(), m.end(), &mut out) {
-                return Some(Err(e));
-            }
+            self.encode_pretoken(text, at, m.start(), &mut out);
+            self.encode_pretoken(text, m.start(), m.end(), &mut out);
             at = m.end();
         }
-        Some(
-            self.encode_pretoken(bpe, text, at, text.len(), &mut out)
-                .map(|()| out),
-        )
+        self.encode_pretoken(text, at, text.len(), &mut out);
+        Some(out)
     }
 
     /// Merge `text[start..end]`, each token's range widened to whole characters.
-    fn encode_pretoken(
-        &self,
-        bpe: &BPE,
-        text: &str,
-        start: usize,
-        end: usize,
-        out: &mut Encoded,
-    ) -> Result<(), String> {
-        if start == end {
-            return Ok(());
-        }
-        let bytes = &text.as_bytes()[start..end];
-        let mut mapped = String::with_capacity(2 * bytes.len());
-        // The original byte behind each byte of `mapped`.
-        let mut source: Vec<usize> = Vec::with_capacity(2 * bytes.len());
-        for (i, b) in bytes.iter().enumerate() {
-            let c = &self.byte_chars[usize::from(*b)];
-            mapped.push_str(c);
-            source.extend(std::iter::repeat_n(start + i, c.len()));
-        }
+    fn encode_pretoken(&self, text: &str, start: usize, end: usize, out: &mut Encoded) {
         let char_start = |mut i: usize| {
             while !text.is_char_boundary(i) {
                 i -= 1;
@@ -190,13 +161,13 @@ impl ByteLevelBpe {
             }
             i
         };
-        for token in bpe.tokenize(&mapped).map_err(|e| e.to_string())? {
-            let (a, b) = token.offsets;
-            out.ids.push(token.id);
-            out.offsets
-                .push((char_start(source[a]), char_end(source[b - 1] + 1)));
-        }
-        Ok(())
+        let mut at = start;
+        self.merges
+            .each_token(&text.as_bytes()[start..end], |id, len| {
+                out.ids.push(id);
+                out.offsets.push((char_start(at), char_end(at + len)));
+                at += len;
+            });
     }
 }
 
@@ -224,6 +195,10 @@ mod tests {
         .map(|s| s.to_string())
         .collect();
         texts.push((0u8..=127).map(char::from).collect());
+        // Pre-tokens past the merge cache's length limit.
+        texts.push("ab".repeat(400));
+        texts.push(format!("x{}y", " ".repeat(700)));
+        texts.push("ü".repeat(300));
         // Deterministic pseudo-random strings over a mixed alphabet.
         let alphabet: Vec<char> = "aZ09 _\n\t\r'.,;:-+éß漢🚀ü\u{a0}\u{300}sS"
             .chars()
@@ -245,12 +220,9 @@ mod tests {
 
     fn same_as_tokenizers(tokenizer: Tokenizer) {
         let fast = ByteLevelBpe::recognize(&tokenizer).expect("a byte-level BPE tokenizer");
-        let ModelWrapper::BPE(bpe) = tokenizer.get_model() else {
-            panic!("BPE");
-        };
         for text in texts() {
             let full = tokenizer.encode(text.as_str(), false).unwrap();
-            let got = fast.encode(bpe, &text).unwrap().unwrap();
+            let got = fast.encode(&text).unwrap();
             assert_eq!(got.ids, full.get_ids(), "{text:?}");
             assert_eq!(got.offsets, full.get_offsets(), "{text:?}");
         }
@@ -275,6 +247,27 @@ mod tests {
         });
         let bytes = serde_json::to_vec(&json).unwrap();
         same_as_tokenizers(Tokenizer::from_bytes(bytes).unwrap());
+    }
+
+    #[test]
+    fn a_tokenizer_that_ignores_merges_for_known_words_encodes_as_tokenizers_does() {
+        // A word in the vocabulary that no merge reaches: whole only when
+        // the model ignores merges for known words.
+        let mut json: Value = serde_json::from_slice(DEFAULT_TOKENIZER).unwrap();
+        let next_id = json["model"]["vocab"].as_object().unwrap().len() + 1000;
+        json["model"]["vocab"]["zqxjkw"] = Value::from(next_id);
+        json["model"]["vocab"]["Ġzqxjkw"] = Value::from(next_id + 1);
+        json["model"]["ignore_merges"] = Value::Bool(true);
+        let tokenizer = Tokenizer::from_bytes(serde_json::to_vec(&json).unwrap()).unwrap();
+        let fast = ByteLevelBpe::recognize(&tokenizer).unwrap();
+        let text = "zqxjkw, say zqxjkw!";
+        let full = tokenizer.encode(text, false).unwrap();
+        assert_eq!(full.get_ids()[0], next_id as u32);
+        assert!(full.get_ids().contains(&(next_id as u32 + 1)));
+        let got = fast.encode(text).unwrap();
+        assert_eq!(got.ids, full.get_ids());
+        assert_eq!(got.offsets, full.get_offsets());
+        same_as_tokenizers(tokenizer);
     }
 
     #[test]

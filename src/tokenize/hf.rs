@@ -1,6 +1,5 @@
 //! Hugging Face `tokenizer.json` files, through the `tokenizers` crate.
 
-use tokenizers::models::ModelWrapper;
 use tokenizers::Tokenizer;
 
 use super::byte_level::ByteLevelBpe;
@@ -11,7 +10,8 @@ pub struct HfEncoder {
     text: Tokenizer,
     /// Encodes text as a trainer does: special-token text becomes the special token.
     parsed: Tokenizer,
-    special_ids: std::collections::HashSet<u32>,
+    /// Sorted: a handful of ids, looked up for every token.
+    special_ids: Vec<u32>,
     /// Encodes pieces without the pipeline's bookkeeping, for byte-level BPE.
     byte_level: Option<ByteLevelBpe>,
 }
@@ -32,12 +32,13 @@ impl HfEncoder {
         parsed.set_encode_special_tokens(false);
         let mut text = parsed.clone();
         text.set_encode_special_tokens(true);
-        let special_ids = parsed
+        let mut special_ids: Vec<u32> = parsed
             .get_added_tokens_decoder()
             .into_iter()
             .filter(|(_, t)| t.special)
             .map(|(id, _)| id)
             .collect();
+        special_ids.sort_unstable();
         HfEncoder {
             byte_level: ByteLevelBpe::recognize(&parsed),
             text,
@@ -81,7 +82,7 @@ impl TextEncoder for HfEncoder {
     }
 
     fn is_special(&self, id: u32) -> bool {
-        self.special_ids.contains(&id)
+        self.special_ids.binary_search(&id).is_ok()
     }
 
     fn cut_tokens(&self) -> Option<Vec<(String, u32)>> {
@@ -108,10 +109,8 @@ impl TextEncoder for HfEncoder {
     }
 
     fn encode_piece(&self, piece: &str) -> Result<Encoded, String> {
-        if let (Some(fast), ModelWrapper::BPE(bpe)) = (&self.byte_level, self.parsed.get_model()) {
-            if let Some(encoded) = fast.encode(bpe, piece) {
-                return encoded;
-            }
+        if let Some(encoded) = self.byte_level.as_ref().and_then(|f| f.encode(piece)) {
+            return Ok(encoded);
         }
         self.encode_with_offsets(piece)
     }

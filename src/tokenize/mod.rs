@@ -14,6 +14,7 @@ mod gpt2_split;
 pub mod hf;
 pub mod jinja;
 pub mod labels;
+mod merges;
 pub mod model;
 pub mod pieces;
 pub mod template;
