@@ -4,6 +4,7 @@
 pub mod access;
 mod bool_cast;
 mod budget;
+mod key_not_null;
 #[cfg(feature = "cluster")]
 pub mod codec;
 mod lake_schema;
@@ -272,6 +273,7 @@ fn local_config(strings: Strings) -> SessionConfig {
 /// plans on its scheduler, which knows DataFusion's rules only.)
 fn local(ctx: SessionContext) -> SessionContext {
     ctx.add_optimizer_rule(Arc::new(bool_cast::BoolCasts));
+    ctx.add_optimizer_rule(Arc::new(key_not_null::KeyNotNull));
     ctx
 }
 
