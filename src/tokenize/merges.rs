@@ -15,7 +15,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use foldhash::{HashMap, HashMapExt};
 use serde_json::Value;
 use tokenizers::models::bpe::BPE;
-use tokenizers::Model;
 
 /// Pre-tokens this long or longer are merged anew each time (as in
 /// `tokenizers`, whose cache skips them too): they rarely repeat.
