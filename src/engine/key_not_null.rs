@@ -98,7 +98,10 @@ mod tests {
         };
         let plain = session();
         let (want, plain_plan) = joined(&plain).await;
-        assert!(plain_plan.contains("hash_key(a.t) IS NOT NULL"), "{plain_plan}");
+        assert!(
+            plain_plan.contains("hash_key(a.t) IS NOT NULL"),
+            "{plain_plan}"
+        );
         let ruled = session();
         ruled.add_optimizer_rule(Arc::new(KeyNotNull));
         let (got, plan) = joined(&ruled).await;

@@ -4,9 +4,9 @@
 pub mod access;
 mod bool_cast;
 mod budget;
-mod key_not_null;
 #[cfg(feature = "cluster")]
 pub mod codec;
+mod key_not_null;
 mod lake_schema;
 pub mod pinned;
 #[cfg(feature = "cluster")]

@@ -29,10 +29,12 @@ static NEXT_MERGES_ID: AtomicU64 = AtomicU64::new(0);
 /// A pre-token's tokens: each id and the number of bytes it covers.
 type Tokens = Box<[(u32, u32)]>;
 
+/// The id of the `Merges` a thread's cache holds pre-tokens for, and them.
+type Cache = (u64, HashMap<Box<[u8]>, Tokens>);
+
 thread_local! {
-    /// The tokens of the pre-tokens this thread merged lately, for the
-    /// `Merges` whose id is kept beside them.
-    static CACHE: RefCell<(u64, HashMap<Box<[u8]>, Tokens>)> = RefCell::new((u64::MAX, HashMap::new()));
+    /// The tokens of the pre-tokens this thread merged lately.
+    static CACHE: RefCell<Cache> = RefCell::new((u64::MAX, HashMap::new()));
 }
 
 /// The merge table of a byte-level BPE model.
